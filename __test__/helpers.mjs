@@ -1,0 +1,70 @@
+// Shared helpers of the Node tests: every test drives a real koma-sim child.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const { Client } = require(join(root, "index.js"));
+export const SIM = join(root, "bin", "koma-sim");
+
+/** A fresh KOMA_SIM_HOME, removed when the test ends. */
+export function tempHome(t) {
+  const dir = mkdtempSync(join(tmpdir(), "koma-sim-home-"));
+  t?.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * A client of koma-sim with the given fault switches (a list or a comma string),
+ * closed when the test ends.
+ */
+export function simClient(t, { faults = [], env = {}, delayMs = 0, home, ...rest } = {}) {
+  const fault = Array.isArray(faults) ? faults.join(",") : faults;
+  const client = new Client({
+    executable: SIM,
+    env: {
+      KOMA_SIM_HOME: home ?? tempHome(t),
+      KOMA_SIM_DELAY_MS: String(delayMs),
+      ...(fault ? { KOMA_SIM_FAULT: fault } : {}),
+      ...env,
+    },
+    ...rest,
+  });
+  t?.after(() => client.close());
+  return client;
+}
+
+/** Await a rejection and return the error (fails if it resolves). */
+export async function rejection(promise) {
+  try {
+    const v = await promise;
+    throw Object.assign(new Error(`expected a rejection, got ${JSON.stringify(v)}`), { code: "__resolved__" });
+  } catch (e) {
+    if (e && e.code === "__resolved__") throw e;
+    return e;
+  }
+}
+
+/** Take events until `until(item)` is true; returns all taken. */
+export async function eventsUntil(client, until, { limit = 100000 } = {}) {
+  const seen = [];
+  for await (const item of client.events()) {
+    seen.push(item);
+    if (until(item)) return seen;
+    if (seen.length >= limit) throw new Error(`no matching event in ${limit}`);
+  }
+  throw new Error(`events ended before a match; got ${JSON.stringify(seen.slice(-5))}`);
+}
+
+/** Is a process alive? */
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

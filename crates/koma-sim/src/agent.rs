@@ -1,0 +1,489 @@
+//! The deterministic agent: one session, its turns, its queue, its event
+//! log, and its file. Everything here runs under one mutex (`Core`); the
+//! worker thread advances the active turn step by step, request handlers
+//! change it synchronously. Every event is numbered, logged and sent to the
+//! writer while the mutex is held, so `seq` order is stdout order.
+
+use crate::output::{Output, EXTRA};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const DEFAULT_MODEL: &str = "sim-1";
+
+/// One entry of a session's event log.
+pub enum Entry {
+    /// An event frame exactly as sent (compact, without terminator).
+    Frame { seq: u64, text: String },
+    /// A `bench_events` run, kept as a range and regenerated on replay.
+    Bench { first: u64, count: u64, bytes: u64 },
+}
+
+/// A write waiting for `approve`.
+pub struct Pending {
+    pub approval: String,
+    pub call: String,
+    pub path: String,
+    pub content_len: usize,
+}
+
+pub enum Step {
+    Sleep(u64),
+    Event(&'static str, Value),
+    Approval { approval: String, call: String, path: String, input: Value, content_len: usize },
+    Finish,
+}
+
+pub struct Turn {
+    pub id: String,
+    pub steps: VecDeque<Step>,
+    pub wait: Option<Pending>,
+    pub not_before: Option<Instant>,
+}
+
+pub struct Session {
+    pub id: String,
+    pub model: String,
+    pub cwd: Option<String>,
+    pub next_turn: u64,
+    pub next_call: u64,
+    pub next_approval: u64,
+    pub log: Vec<Entry>,
+    pub active: Option<Turn>,
+    pub queue: VecDeque<String>,
+}
+
+impl Session {
+    pub fn new(id: String, model: Option<String>, cwd: Option<String>) -> Session {
+        Session {
+            id,
+            model: model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            cwd,
+            next_turn: 0,
+            next_call: 0,
+            next_approval: 0,
+            log: Vec::new(),
+            active: None,
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+pub enum Wake {
+    /// Did something; call again.
+    Again,
+    /// Nothing to do until notified.
+    Idle,
+    /// Nothing to do for this long (or until notified).
+    After(Duration),
+}
+
+pub struct Core {
+    /// The last seq sent (0: none yet).
+    pub seq: u64,
+    pub session: Option<Session>,
+    pub shutdown: bool,
+    pub out: Output,
+    pub delay_ms: u64,
+    pub home: PathBuf,
+}
+
+pub fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("string serializes")
+}
+
+pub fn event_frame(seq: u64, name: &str, data: &Value) -> String {
+    format!("{{\"type\":\"event\",\"seq\":{seq},\"name\":{},\"data\":{data}}}", json_str(name))
+}
+
+impl Core {
+    pub fn emit(&mut self, name: &str, data: Value) {
+        self.seq += 1;
+        let text = event_frame(self.seq, name, &data);
+        if let Some(s) = self.session.as_mut() {
+            s.log.push(Entry::Frame { seq: self.seq, text: text.clone() });
+        }
+        self.out.frame(text);
+    }
+
+    pub fn status(&self) -> &'static str {
+        match self.session.as_ref().and_then(|s| s.active.as_ref()) {
+            None => "idle",
+            Some(t) if t.wait.is_some() => "waiting",
+            Some(_) => "running",
+        }
+    }
+
+    pub fn state_value(&self) -> Value {
+        match &self.session {
+            None => json!({"session": null, "status": "idle", "turn": null, "queued": 0, "model": null}),
+            Some(s) => json!({
+                "session": s.id,
+                "status": self.status(),
+                "turn": s.active.as_ref().map(|t| t.id.clone()),
+                "queued": s.queue.len(),
+                "model": s.model,
+            }),
+        }
+    }
+
+    pub fn emit_state(&mut self) {
+        let v = self.state_value();
+        self.emit("state", v);
+    }
+
+    pub fn active_id(&self) -> Option<String> {
+        self.session.as_ref().and_then(|s| s.active.as_ref()).map(|t| t.id.clone())
+    }
+
+    /// Starts a turn now (the caller checked that none is active).
+    pub fn start_turn(&mut self, text: String) -> String {
+        let delay = self.delay_ms;
+        let s = self.session.as_mut().expect("a session");
+        s.next_turn += 1;
+        let id = format!("t-{}", s.next_turn);
+        let steps = plan(s, &id, &text, delay);
+        s.active = Some(Turn { id: id.clone(), steps, wait: None, not_before: None });
+        eprintln!("koma-sim: turn {id} started");
+        self.emit("turn_started", json!({"turn": id, "text": text}));
+        self.emit_state();
+        self.save();
+        id
+    }
+
+    /// Ends the active turn with `status`; emits `turn_finished` only.
+    pub fn finish_active(&mut self, status: &str) -> Option<String> {
+        let t = self.session.as_mut()?.active.take()?;
+        eprintln!("koma-sim: turn {} {status}", t.id);
+        self.emit("turn_finished", json!({"turn": t.id, "status": status}));
+        Some(t.id)
+    }
+
+    /// After a turn ended: start the next queued text, or report idle.
+    pub fn next_or_idle(&mut self) {
+        match self.session.as_mut().and_then(|s| s.queue.pop_front()) {
+            Some(text) => {
+                self.start_turn(text);
+            }
+            None => self.emit_state(),
+        }
+    }
+
+    /// Detach or end of stdin: the active turn is interrupted and the queue
+    /// dropped, then the session is saved. Stops the worker.
+    pub fn close_session(&mut self) {
+        self.shutdown = true;
+        if self.session.is_none() {
+            return;
+        }
+        let had_turn = self.finish_active("interrupted").is_some();
+        let s = self.session.as_mut().expect("a session");
+        let had_queue = !s.queue.is_empty();
+        s.queue.clear();
+        if had_turn || had_queue {
+            self.emit_state();
+        }
+        self.save();
+    }
+
+    /// One step of the active turn (worker thread).
+    pub fn advance(&mut self) -> Wake {
+        let now = Instant::now();
+        let step = {
+            let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) else {
+                return Wake::Idle;
+            };
+            if t.wait.is_some() {
+                return Wake::Idle;
+            }
+            if let Some(nb) = t.not_before {
+                if nb > now {
+                    return Wake::After(nb - now);
+                }
+                t.not_before = None;
+            }
+            t.steps.pop_front().unwrap_or(Step::Finish)
+        };
+        match step {
+            Step::Sleep(ms) => {
+                if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
+                    t.not_before = Some(now + Duration::from_millis(ms));
+                }
+            }
+            Step::Event(name, data) => self.emit(name, data),
+            Step::Approval { approval, call, path, input, content_len } => {
+                let turn = self.active_id().unwrap_or_default();
+                eprintln!("koma-sim: turn {turn} waits for approval {approval}");
+                self.emit(
+                    "approval_requested",
+                    json!({"turn": turn, "approval": approval, "tool": "write_file", "input": input}),
+                );
+                if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
+                    t.wait = Some(Pending { approval, call, path, content_len });
+                }
+                self.emit_state();
+                self.save();
+            }
+            Step::Finish => {
+                self.finish_active("completed");
+                self.next_or_idle();
+                self.save();
+            }
+        }
+        Wake::Again
+    }
+
+    /// Writes the session file (atomically: temp file, then rename).
+    pub fn save(&self) {
+        let Some(s) = &self.session else { return };
+        let mut b = String::with_capacity(256 + s.log.len() * 128);
+        let _ = write!(
+            b,
+            "{{\"format\":1,\"session\":{},\"model\":{},\"cwd\":{},\"next_turn\":{},\"next_call\":{},\"next_approval\":{},\"seq\":{},\"active_turn\":{},\"events\":[",
+            json_str(&s.id),
+            json_str(&s.model),
+            s.cwd.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
+            s.next_turn,
+            s.next_call,
+            s.next_approval,
+            self.seq,
+            s.active.as_ref().map(|t| json_str(&t.id)).unwrap_or_else(|| "null".into()),
+        );
+        for (i, e) in s.log.iter().enumerate() {
+            b.push_str(if i == 0 { "\n" } else { ",\n" });
+            match e {
+                Entry::Frame { text, .. } => b.push_str(text),
+                Entry::Bench { first, count, bytes } => {
+                    let _ = write!(b, "{{\"bench\":{{\"first\":{first},\"count\":{count},\"bytes\":{bytes}}}}}");
+                }
+            }
+        }
+        b.push_str("\n]}\n");
+        let path = self.home.join(format!("{}.json", s.id));
+        let tmp = self.home.join(format!(".{}.json.tmp-{}", s.id, std::process::id()));
+        let r = std::fs::create_dir_all(&self.home)
+            .and_then(|_| std::fs::write(&tmp, b.as_bytes()))
+            .and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = r {
+            eprintln!("koma-sim: cannot save session {} to {}: {e}", s.id, path.display());
+        }
+    }
+
+    /// Sends `count` bench `output` events starting at `first` (only those
+    /// with seq > `after`), in large raw chunks. Does not touch `self.seq`.
+    pub fn send_bench(&self, first: u64, count: u64, bytes: u64, after: u64) {
+        let mut tail = Vec::with_capacity(bytes as usize + 80);
+        tail.extend_from_slice(b",\"name\":\"output\",\"data\":{\"turn\":\"bench\",\"text\":\"");
+        tail.resize(tail.len() + bytes as usize, b'x');
+        tail.extend_from_slice(b"\"}");
+        if self.out.extra {
+            tail.extend_from_slice(EXTRA.as_bytes());
+        }
+        tail.push(b'}');
+        tail.extend_from_slice(self.out.term);
+        const HEAD: &[u8] = b"{\"type\":\"event\",\"seq\":";
+        const CHUNK: usize = 1 << 20;
+        let frame_len = HEAD.len() + 20 + tail.len();
+        let cap = CHUNK.max(frame_len);
+        let mut buf = Vec::with_capacity(cap);
+        let mut digits = [0u8; 20];
+        for seq in first.max(after + 1)..first + count {
+            buf.extend_from_slice(HEAD);
+            buf.extend_from_slice(itoa(seq, &mut digits));
+            buf.extend_from_slice(&tail);
+            if buf.len() + frame_len > cap {
+                self.out.raw(std::mem::replace(&mut buf, Vec::with_capacity(cap)));
+            }
+        }
+        if !buf.is_empty() {
+            self.out.raw(buf);
+        }
+    }
+
+    /// Re-sends logged events with seq > `after`; returns how many.
+    pub fn replay(&self, after: u64) -> u64 {
+        let Some(s) = &self.session else { return 0 };
+        let mut n = 0;
+        for e in &s.log {
+            match e {
+                Entry::Frame { seq, text } if *seq > after => {
+                    self.out.frame(text.clone());
+                    n += 1;
+                }
+                Entry::Frame { .. } => {}
+                Entry::Bench { first, count, bytes } => {
+                    if first + count - 1 > after {
+                        self.send_bench(*first, *count, *bytes, after);
+                        n += first + count - (*first).max(after + 1);
+                    }
+                }
+            }
+        }
+        n
+    }
+}
+
+fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// The first word of `text` that looks like a path (has a `/` or a `.`),
+/// stripped of surrounding quotes and trailing punctuation.
+pub fn pick_path(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.trim_start_matches(['"', '\'', '`', '('])
+                .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')'])
+        })
+        .find(|w| !w.is_empty() && w.chars().any(|c| c.is_alphanumeric()) && (w.contains('/') || w.contains('.')))
+        .map(str::to_string)
+}
+
+pub fn wants_read(text: &str) -> bool {
+    let l = text.to_lowercase();
+    ["read", "look", "show"].iter().any(|k| l.contains(k))
+}
+
+pub fn wants_write(text: &str) -> bool {
+    let l = text.to_lowercase();
+    ["fix", "edit", "write"].iter().any(|k| l.contains(k))
+}
+
+/// The reply, as the six `output` pieces it is streamed in.
+pub fn reply_pieces(model: &str, turn: &str, text: &str, read: Option<&str>, write: Option<&str>) -> Vec<String> {
+    let tools = match (read, write) {
+        (None, None) => " No tools were needed.".to_string(),
+        (Some(r), None) => format!(" I read {r}."),
+        (None, Some(w)) => format!(" I asked to write {w}."),
+        (Some(r), Some(w)) => format!(" I read {r} and asked to write {w}."),
+    };
+    vec![
+        "Sim reply".to_string(),
+        format!(" ({model}, {turn})"),
+        ": you said ".to_string(),
+        format!("\"{text}\"."),
+        tools,
+        " Done.".to_string(),
+    ]
+}
+
+fn plan(s: &mut Session, turn: &str, text: &str, delay: u64) -> VecDeque<Step> {
+    let mut st = VecDeque::new();
+    let sleep = |st: &mut VecDeque<Step>| {
+        if delay > 0 {
+            st.push_back(Step::Sleep(delay))
+        }
+    };
+    let path = pick_path(text);
+    let read = wants_read(text).then(|| path.clone().unwrap_or_else(|| "README.md".into()));
+    let write = wants_write(text).then(|| path.clone().unwrap_or_else(|| "notes.txt".into()));
+    if let Some(p) = &read {
+        s.next_call += 1;
+        let call = format!("c-{}", s.next_call);
+        sleep(&mut st);
+        st.push_back(Step::Event(
+            "tool_call",
+            json!({"turn": turn, "call": call, "tool": "read_file", "input": {"path": p}}),
+        ));
+        sleep(&mut st);
+        st.push_back(Step::Event(
+            "tool_result",
+            json!({"turn": turn, "call": call, "output": format!("(koma-sim: simulated contents of {p})\nline 1\nline 2\nline 3\n"), "error": false}),
+        ));
+    }
+    if let Some(p) = &write {
+        s.next_call += 1;
+        s.next_approval += 1;
+        let call = format!("c-{}", s.next_call);
+        let approval = format!("a-{}", s.next_approval);
+        let content = format!("// written by koma-sim for: {text}\n");
+        let input = json!({"path": p, "content": content});
+        sleep(&mut st);
+        st.push_back(Step::Event(
+            "tool_call",
+            json!({"turn": turn, "call": call, "tool": "write_file", "input": input}),
+        ));
+        st.push_back(Step::Approval { approval, call, path: p.clone(), input, content_len: content.len() });
+    }
+    for piece in reply_pieces(&s.model, turn, text, read.as_deref(), write.as_deref()) {
+        sleep(&mut st);
+        st.push_back(Step::Event("output", json!({"turn": turn, "text": piece})));
+    }
+    st.push_back(Step::Finish);
+    st
+}
+
+pub struct Loaded {
+    pub session: Session,
+    pub seq: u64,
+    pub unfinished: Option<String>,
+}
+
+/// Why a session file could not be loaded: (code, message).
+pub type LoadError = (&'static str, String);
+
+pub fn valid_session_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+pub fn load(home: &std::path::Path, id: &str) -> Result<Loaded, LoadError> {
+    if !valid_session_id(id) {
+        return Err(("unknown_session", format!("no session `{id}`")));
+    }
+    let path = home.join(format!("{id}.json"));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(("unknown_session", format!("no session `{id}` in {}", home.display())))
+        }
+        Err(e) => return Err(("storage_error", format!("cannot read {}: {e}", path.display()))),
+    };
+    let bad = |what: &str| ("storage_error", format!("{} is corrupt: {what}", path.display()));
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
+    let u = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| bad(&format!("field `{k}`")));
+    let opt_str = |k: &str| match v.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(bad(&format!("field `{k}`"))),
+    };
+    if v.get("session").and_then(Value::as_str) != Some(id) {
+        return Err(bad("field `session`"));
+    }
+    let model = opt_str("model")?.unwrap_or_else(|| DEFAULT_MODEL.into());
+    let mut s = Session::new(id.to_string(), Some(model), opt_str("cwd")?);
+    s.next_turn = u("next_turn")?;
+    s.next_call = u("next_call")?;
+    s.next_approval = u("next_approval")?;
+    let seq = u("seq")?;
+    let unfinished = opt_str("active_turn")?;
+    for e in v.get("events").and_then(Value::as_array).ok_or_else(|| bad("field `events`"))? {
+        if let Some(b) = e.get("bench") {
+            let g = |k: &str| b.get(k).and_then(Value::as_u64).ok_or_else(|| bad("a bench entry"));
+            s.log.push(Entry::Bench { first: g("first")?, count: g("count")?, bytes: g("bytes")? });
+        } else {
+            let eseq = e.get("seq").and_then(Value::as_u64).ok_or_else(|| bad("an event's seq"))?;
+            let name = e.get("name").and_then(Value::as_str).ok_or_else(|| bad("an event's name"))?;
+            let data = e.get("data").cloned().unwrap_or(Value::Null);
+            s.log.push(Entry::Frame { seq: eseq, text: event_frame(eseq, name, &data) });
+        }
+    }
+    Ok(Loaded { session: s, seq, unfinished })
+}
+
+pub fn new_session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    format!("s-{nanos:x}-{:x}", std::process::id())
+}

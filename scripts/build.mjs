@@ -1,0 +1,28 @@
+// Build the addon (and regenerate index.js / index.d.ts) and the koma-sim binary.
+//   node scripts/build.mjs             build both (release)
+//   node scripts/build.mjs --if-needed skip when the outputs exist (for `npm run demo`)
+import { execFileSync } from "node:child_process";
+import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const exe = process.platform === "win32" ? "koma-sim.exe" : "koma-sim";
+const simOut = join(root, "bin", exe);
+const hasAddon = () => readdirSync(root).some((f) => f.endsWith(".node"));
+
+if (process.argv.includes("--if-needed") && hasAddon() && existsSync(simOut)) {
+  process.exit(0);
+}
+
+const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
+
+run(process.execPath, [
+  join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
+  "build", "--platform", "--release", "--target", host,
+]);
+run("cargo", ["build", "--release", "-p", "koma-sim", "--target", host]);
+mkdirSync(join(root, "bin"), { recursive: true });
+copyFileSync(join(root, "target", host, "release", exe), simOut);
+chmodSync(simOut, 0o755);

@@ -1,0 +1,61 @@
+// `npm test`: cargo tests, the build, a check that the committed index.js and
+// index.d.ts are what the build generates, the Node tests (a count of zero
+// fails), the typings under `tsc --strict`, and a smoke run of the benchmark.
+import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+const step = (name) => console.log(`\n=== ${name}`);
+const run = (cmd, args, opts = {}) => {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
+  if (r.status !== 0) {
+    console.error(`failed: ${cmd} ${args.join(" ")} (exit ${r.status ?? r.signal})`);
+    process.exit(1);
+  }
+  return r;
+};
+
+step("cargo test (core, simulator)");
+run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim"]);
+
+step("build");
+const generated = ["index.js", "index.d.ts"];
+const before = Object.fromEntries(generated.map((f) => [f, readFileSync(join(root, f), "utf8")]));
+run(process.execPath, [join(root, "scripts", "build.mjs")]);
+for (const f of generated) {
+  if (readFileSync(join(root, f), "utf8") !== before[f]) {
+    console.error(`${f} is stale: the build generated something else. Run \`npm run build\` and commit ${f}.`);
+    process.exit(1);
+  }
+}
+console.log("index.js and index.d.ts match the build");
+
+step("node tests");
+const files = readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).map((f) => join("__test__", f));
+if (files.length === 0) {
+  console.error("no test files in __test__/");
+  process.exit(1);
+}
+const node = spawnSync(process.execPath, ["--test", "--test-reporter=tap", "--test-concurrency=2", ...files], {
+  cwd: root, encoding: "utf8", maxBuffer: 256 << 20,
+});
+process.stdout.write(node.stdout);
+process.stderr.write(node.stderr);
+const count = (k) => Number((node.stdout.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
+const [tests, pass, fail] = [count("tests"), count("pass"), count("fail")];
+if (node.status !== 0 || !(tests > 0) || fail !== 0 || pass !== tests) {
+  console.error(`node tests: ${tests} tests, ${pass} passed, ${fail} failed (exit ${node.status})`);
+  process.exit(1);
+}
+
+step("typings (tsc --strict)");
+run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);
+
+if (readdirSync(join(root, "bench")).includes("run.mjs")) {
+  step("benchmark smoke run");
+  run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
+}
+console.log(`\n${pass} passed, ${fail} failed`);

@@ -1,0 +1,281 @@
+//! The shapes of part B and C, for the generated typings. Params and results
+//! keep the wire's field names. These structs describe; the values cross as
+//! JSON (parsed once per batch by `JSON.parse`), not through them.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use napi::bindgen_prelude::{Either, Either8};
+use napi_derive::napi;
+
+/// Options of `new Client(...)`.
+#[napi(object)]
+pub struct ClientOptions {
+    /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
+    /// `<executable> sdk serve`, with no shell.
+    pub executable: String,
+    /// The child's working directory (default: this process's).
+    pub cwd: Option<String>,
+    /// Variables added to this process's environment for the child.
+    pub env: Option<HashMap<String, String>>,
+    /// Print every frame in both directions and every stderr line to this
+    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
+    pub trace: Option<bool>,
+}
+
+/// The optional last argument of every method.
+#[napi(object)]
+pub struct CallOptions {
+    /// Abort the call: it rejects with code `aborted`. If the request was
+    /// already written, its late answer is ignored.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<()>,
+    /// Milliseconds before the call rejects with code `timeout`. If the
+    /// request was already written, its late answer is ignored.
+    pub timeout: Option<f64>,
+}
+
+/// The `binary` member of hello.
+#[napi(object)]
+pub struct BinaryInfo {
+    pub path: String,
+    pub version: String,
+}
+
+/// The first frame koma sends: what `probe()` resolves with.
+#[napi(object)]
+pub struct Hello {
+    #[napi(ts_type = "'hello'")]
+    pub r#type: String,
+    /// Always 1: any other protocol is rejected with `protocol_mismatch`.
+    #[napi(ts_type = "1")]
+    pub protocol: u32,
+    pub binary: BinaryInfo,
+    /// Items passed through as JSON.
+    #[napi(ts_type = "unknown[]")]
+    pub diagnostics: Vec<()>,
+    /// The method names this binary implements.
+    pub capabilities: Vec<String>,
+}
+
+/// The session's state. `waiting` means a turn waits for an approval.
+#[napi(object)]
+pub struct State {
+    #[napi(ts_type = "string | null")]
+    pub session: Option<String>,
+    #[napi(ts_type = "'idle' | 'running' | 'waiting'")]
+    pub status: String,
+    #[napi(ts_type = "string | null")]
+    pub turn: Option<String>,
+    pub queued: u32,
+    #[napi(ts_type = "string | null")]
+    pub model: Option<String>,
+}
+
+/// Params of `create`.
+#[napi(object)]
+pub struct CreateParams {
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+}
+
+/// Params of `resume`.
+#[napi(object)]
+pub struct ResumeParams {
+    pub session: String,
+    /// Replay the saved events with a seq greater than this.
+    pub after: Option<u32>,
+}
+
+/// Result of `create` and `resume`.
+#[napi(object)]
+pub struct SessionResult {
+    pub session: String,
+    pub state: State,
+}
+
+/// Params of `submit`, `enqueue` and `interruptAndSubmit`.
+#[napi(object)]
+pub struct TextParams {
+    pub text: String,
+}
+
+/// Result of `submit`.
+#[napi(object)]
+pub struct SubmitResult {
+    pub turn: String,
+}
+
+/// Result of `enqueue`.
+#[napi(object)]
+pub struct EnqueueResult {
+    pub position: u32,
+}
+
+/// Result of `interrupt`: the turn stopped, if any.
+#[napi(object)]
+pub struct InterruptResult {
+    #[napi(ts_type = "string | null")]
+    pub turn: Option<String>,
+}
+
+/// Result of `interruptAndSubmit`.
+#[napi(object)]
+pub struct InterruptAndSubmitResult {
+    #[napi(ts_type = "string | null")]
+    pub interrupted: Option<String>,
+    pub turn: String,
+}
+
+/// Params of `approve`.
+#[napi(object)]
+pub struct ApproveParams {
+    /// The `approval` of an `approval_requested` event.
+    pub approval: String,
+    #[napi(ts_type = "'allow' | 'deny'")]
+    pub decision: String,
+}
+
+/// Params of `configure`.
+#[napi(object)]
+pub struct ConfigureParams {
+    pub model: Option<String>,
+}
+
+/// An empty result (`approve`, `detach`).
+#[napi(object)]
+pub struct EmptyResult {}
+
+/// The server's `error` of a failed response (`err.remote` when `err.code === "remote"`).
+#[napi(object)]
+pub struct RemoteError {
+    pub code: String,
+    pub message: String,
+    #[napi(ts_type = "unknown")]
+    pub data: Option<()>,
+}
+
+/// Every error of the SDK is an `Error` with one of these codes (see the README's table).
+#[napi(object)]
+pub struct KomaError {
+    pub name: String,
+    pub message: String,
+    pub stack: Option<String>,
+    #[napi(ts_type = "'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'")]
+    pub code: String,
+    /// Present when `code` is `remote`.
+    pub remote: Option<RemoteError>,
+}
+
+macro_rules! event {
+    ($doc:literal, $name:ident, $wire:literal, $data:ty) => {
+        #[doc = $doc]
+        #[napi(object)]
+        pub struct $name {
+            #[napi(ts_type = "'event'")]
+            pub r#type: String,
+            /// The event's sequence number (contiguous; checked by the client).
+            pub seq: f64,
+            #[napi(ts_type = $wire)]
+            pub name: String,
+            pub data: $data,
+        }
+    };
+}
+
+/// Data of `turn_started`.
+#[napi(object)]
+pub struct TurnStartedData {
+    pub turn: String,
+    pub text: String,
+}
+
+/// Data of `output`: a piece of the reply, streamed.
+#[napi(object)]
+pub struct OutputData {
+    pub turn: String,
+    pub text: String,
+}
+
+/// Data of `tool_call`.
+#[napi(object)]
+pub struct ToolCallData {
+    pub turn: String,
+    pub call: String,
+    pub tool: String,
+    #[napi(ts_type = "any")]
+    pub input: (),
+}
+
+/// Data of `tool_result`.
+#[napi(object)]
+pub struct ToolResultData {
+    pub turn: String,
+    pub call: String,
+    #[napi(ts_type = "any")]
+    pub output: (),
+    pub error: bool,
+}
+
+/// Data of `approval_requested`: answer with `approve`.
+#[napi(object)]
+pub struct ApprovalRequestedData {
+    pub turn: String,
+    pub approval: String,
+    pub tool: String,
+    #[napi(ts_type = "any")]
+    pub input: (),
+}
+
+/// Data of `turn_finished`.
+#[napi(object)]
+pub struct TurnFinishedData {
+    pub turn: String,
+    #[napi(ts_type = "'completed' | 'interrupted' | 'failed'")]
+    pub status: String,
+    pub error: Option<String>,
+}
+
+/// Data of `diagnostic`.
+#[napi(object)]
+pub struct DiagnosticData {
+    #[napi(ts_type = "'info' | 'warning' | 'error'")]
+    pub level: String,
+    pub message: String,
+}
+
+event!("`state`: the session's state changed.", StateEvent, "'state'", State);
+event!("`turn_started`.", TurnStartedEvent, "'turn_started'", TurnStartedData);
+event!("`output`: a piece of the reply.", OutputEvent, "'output'", OutputData);
+event!("`tool_call`.", ToolCallEvent, "'tool_call'", ToolCallData);
+event!("`tool_result`.", ToolResultEvent, "'tool_result'", ToolResultData);
+event!("`approval_requested`: answer with `approve`.", ApprovalRequestedEvent, "'approval_requested'", ApprovalRequestedData);
+event!("`turn_finished`.", TurnFinishedEvent, "'turn_finished'", TurnFinishedData);
+event!("`diagnostic`.", DiagnosticEvent, "'diagnostic'", DiagnosticData);
+
+/// The one report of an overflow: the event buffer (256 frames / 64 MiB) was
+/// full, so it was cleared and events were discarded until this report was taken.
+#[napi(object)]
+pub struct OverflowReport {
+    #[napi(ts_type = "'overflow'")]
+    pub r#type: String,
+    /// How many events were discarded.
+    pub dropped: f64,
+}
+
+/// An event of the catalog. Narrow on `name`.
+#[napi]
+pub type KomaEvent = Either8<
+    StateEvent,
+    TurnStartedEvent,
+    OutputEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    ApprovalRequestedEvent,
+    TurnFinishedEvent,
+    DiagnosticEvent,
+>;
+
+/// What `client.events()` yields. Narrow on `type`, then on `name`.
+#[napi]
+pub type EventItem = Either<KomaEvent, OverflowReport>;
