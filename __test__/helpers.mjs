@@ -10,10 +10,15 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const { Client } = require(join(root, "index.js"));
 export const SIM = join(root, "bin", "koma-sim");
 
-/** A fresh KOMA_SIM_HOME, removed when the test ends. */
-export function tempHome(t) {
+const homes = [];
+process.on("exit", () => {
+  for (const dir of homes) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh KOMA_SIM_HOME, removed when the test process exits (after every client closed). */
+export function tempHome() {
   const dir = mkdtempSync(join(tmpdir(), "koma-sim-home-"));
-  t?.after(() => rmSync(dir, { recursive: true, force: true }));
+  homes.push(dir);
   return dir;
 }
 
@@ -26,7 +31,7 @@ export function simClient(t, { faults = [], env = {}, delayMs = 0, home, ...rest
   const client = new Client({
     executable: SIM,
     env: {
-      KOMA_SIM_HOME: home ?? tempHome(t),
+      KOMA_SIM_HOME: home ?? tempHome(),
       KOMA_SIM_DELAY_MS: String(delayMs),
       ...(fault ? { KOMA_SIM_FAULT: fault } : {}),
       ...env,

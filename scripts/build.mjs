@@ -2,7 +2,7 @@
 //   node scripts/build.mjs             build both (release)
 //   node scripts/build.mjs --if-needed skip when the outputs exist (for `npm run demo`)
 import { execFileSync } from "node:child_process";
-import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync } from "node:fs";
+import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -24,5 +24,7 @@ run(process.execPath, [
 ]);
 run("cargo", ["build", "--release", "-p", "koma-sim", "--target", host]);
 mkdirSync(join(root, "bin"), { recursive: true });
-copyFileSync(join(root, "target", host, "release", exe), simOut);
-chmodSync(simOut, 0o755);
+// Copy then rename: replacing a binary that is running (ETXTBSY) must not fail.
+copyFileSync(join(root, "target", host, "release", exe), `${simOut}.tmp`);
+chmodSync(`${simOut}.tmp`, 0o755);
+renameSync(`${simOut}.tmp`, simOut);

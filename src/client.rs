@@ -220,7 +220,7 @@ impl Client {
         if signal_aborted(js, &opts)? {
             return js.rejected(&aborted_error("probe")).map(Raw);
         }
-        match self.ctx.conn.probe() {
+        match self.ctx.conn.probe(opts.timeout) {
             Err(e) => js.rejected(&e).map(Raw),
             Ok(Probe::Ready(h)) => {
                 let v = self.ctx.parse_json(js, h.to_json().as_bytes())?;

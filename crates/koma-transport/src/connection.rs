@@ -256,11 +256,7 @@ impl Connection {
         }
         drop(s);
         if let Some(d) = timeout {
-            let conn = self.clone();
-            runtime().spawn(async move {
-                tokio::time::sleep(d).await;
-                conn.expire(token, d);
-            });
+            self.expire_after(token, d);
         }
         Ok(token)
     }
@@ -291,7 +287,7 @@ impl Connection {
     }
 
     /// Start the child if it has not been started; resolves with hello.
-    pub fn probe(&self) -> Result<Probe, KomaError> {
+    pub fn probe(&self, timeout: Option<Duration>) -> Result<Probe, KomaError> {
         let mut s = self.inner.lock();
         match &s.phase {
             Phase::Closing | Phase::Closed => return Err(closed_error()),
@@ -307,6 +303,10 @@ impl Connection {
         if s.phase == Phase::NotStarted {
             self.start_locked(&mut s);
         }
+        drop(s);
+        if let Some(d) = timeout {
+            self.expire_after(token, d);
+        }
         Ok(Probe::Wait(token))
     }
 
@@ -319,12 +319,29 @@ impl Connection {
         s.hello_waiters.retain(|t| *t != token);
     }
 
+    fn expire_after(&self, token: u64, d: Duration) {
+        let conn = self.clone();
+        runtime().spawn(async move {
+            tokio::time::sleep(d).await;
+            conn.expire(token, d);
+        });
+    }
+
     fn expire(&self, token: u64, after: Duration) {
         let mut s = self.inner.lock();
-        let found = s.pending.abandon(token).map(|p| p.method).or_else(|| {
-            let i = s.before_hello.iter().position(|q| q.token == token)?;
-            Some(s.before_hello.remove(i).method)
-        });
+        let found = s
+            .pending
+            .abandon(token)
+            .map(|p| p.method)
+            .or_else(|| {
+                let i = s.before_hello.iter().position(|q| q.token == token)?;
+                Some(s.before_hello.remove(i).method)
+            })
+            .or_else(|| {
+                let i = s.hello_waiters.iter().position(|t| *t == token)?;
+                s.hello_waiters.remove(i);
+                Some("probe".to_owned())
+            });
         if let Some(method) = found {
             let e = KomaError::new(
                 ErrorCode::Timeout,

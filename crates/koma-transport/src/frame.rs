@@ -55,7 +55,7 @@ impl Violation {
         if self.quote.is_empty() {
             self.what.clone()
         } else {
-            format!("{}: {:?}", self.what, self.quote)
+            format!("{}: `{}`", self.what, self.quote)
         }
     }
 }

@@ -98,7 +98,7 @@ pub fn check(line: &[u8]) -> Result<Hello, KomaError> {
 fn bad(line: &[u8], why: &str) -> KomaError {
     KomaError::new(
         ErrorCode::ProtocolError,
-        format!("bad hello ({}): {:?}", why, quote_line(line)),
+        format!("bad hello ({}): `{}`", why, quote_line(line)),
     )
 }
 

@@ -1,0 +1,64 @@
+// Type-checked with `tsc --strict` by `npm test`, and run by typescript.test.mjs.
+import { Client, type EventItem, type KomaError, type State } from "../../index.js";
+
+const executable = process.env.KOMA_SIM ?? "koma";
+
+async function main(): Promise<void> {
+  await using client = new Client({ executable, env: { KOMA_SIM_DELAY_MS: "0" } });
+  const hello = await client.probe();
+  const caps: string[] = hello.capabilities;
+  const created = await client.create({ cwd: process.cwd() });
+  const state: State = created.state;
+  const status: "idle" | "running" | "waiting" = state.status;
+  const { turn } = await client.submit({ text: "read the README" }, { timeout: 5000 });
+  for await (const item of client.events()) {
+    if (item.type === "overflow") {
+      const dropped: number = item.dropped;
+      void dropped;
+      continue;
+    }
+    if (item.name === "output") {
+      const text: string = item.data.text;
+      void text;
+    }
+    if (item.name === "turn_finished" && item.data.turn === turn) break;
+  }
+  const ac = new AbortController();
+  await client.state({ signal: ac.signal });
+  try {
+    await client.approve({ approval: "a-0", decision: "allow" });
+  } catch (e) {
+    const err = e as KomaError;
+    if (err.code === "remote") console.log(`remote ${err.remote?.code}`);
+  }
+  console.log(JSON.stringify({ ok: true, caps: caps.length, status }));
+}
+
+// What must not type-check.
+function wrong(client: Client, item: EventItem): void {
+  // @ts-expect-error misspelt param
+  void client.submit({ txt: "x" });
+  // @ts-expect-error wrong decision value
+  void client.approve({ approval: "a", decision: "maybe" });
+  // @ts-expect-error params missing
+  void client.submit();
+  // @ts-expect-error unknown option
+  void client.state({ deadline: 5 });
+  if (item.type === "event" && item.name === "output") {
+    // @ts-expect-error `output` has no `approval`
+    void item.data.approval;
+  }
+  if (item.type === "event" && item.name === "approval_requested") {
+    const approval: string = item.data.approval;
+    void approval;
+  }
+  // @ts-expect-error an overflow report is not an event
+  const n: "event" = ({ type: "overflow", dropped: 1 } as EventItem).type;
+  void n;
+}
+void wrong;
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,97 @@
+// A tour of @koma/sdk on koma-sim, the bundled stand-in for koma:
+// probe, create, a turn with a tool approval, enqueue + interrupt, detach,
+// and resume in a new client. Run it with `npm run demo`.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const { Client } = require("../index.js");
+const { simPath } = require("../sim.js");
+
+const env = { KOMA_SIM_HOME: mkdtempSync(join(tmpdir(), "koma-demo-")), KOMA_SIM_DELAY_MS: process.env.KOMA_SIM_DELAY_MS ?? "60" };
+const say = (line) => process.stdout.write(`${line}\n`);
+
+const client = new Client({ executable: simPath, env });
+const hello = await client.probe();
+say(`== hello: ${hello.binary.path} ${hello.binary.version}, protocol ${hello.protocol}`);
+say(`   capabilities: ${hello.capabilities.join(", ")}`);
+
+const { session } = await client.create({ cwd: process.cwd() });
+say(`== session ${session} created`);
+
+// Read events in the background while we make requests.
+let lastSeq = 0;
+const waiters = [];
+const seen = [];
+const pump = (async () => {
+  for await (const item of client.events()) {
+    if (item.type === "overflow") {
+      say(`   (overflow: ${item.dropped} events dropped)`);
+      continue;
+    }
+    lastSeq = item.seq;
+    seen.push(item);
+    show(item);
+    for (const w of waiters.splice(0)) if (!w.match(item)) waiters.push(w); else w.resolve(item);
+  }
+})();
+// The first event (seen already, or still to come) that matches.
+const next = (match) =>
+  new Promise((resolve) => {
+    const found = seen.find(match);
+    if (found) resolve(found);
+    else waiters.push({ match, resolve });
+  });
+
+let streaming = false;
+function show(e) {
+  if (e.name === "output") {
+    if (!streaming) process.stdout.write("   koma> ");
+    streaming = true;
+    process.stdout.write(e.data.text);
+    return;
+  }
+  if (streaming) process.stdout.write("\n");
+  streaming = false;
+  switch (e.name) {
+    case "turn_started": return say(`-- turn ${e.data.turn} started: "${e.data.text}"`);
+    case "tool_call": return say(`   tool call ${e.data.call}: ${e.data.tool} ${JSON.stringify(e.data.input)}`);
+    case "tool_result": return say(`   tool result ${e.data.call}: ${e.data.error ? "failed" : "ok"}`);
+    case "approval_requested": return say(`   approval ${e.data.approval} requested for ${e.data.tool} ${JSON.stringify(e.data.input)}`);
+    case "turn_finished": return say(`-- turn ${e.data.turn} ${e.data.status}`);
+    case "state": return say(`   state: ${e.data.status}${e.data.queued ? `, ${e.data.queued} queued` : ""}`);
+    case "diagnostic": return say(`   [${e.data.level}] ${e.data.message}`);
+  }
+}
+
+const { turn } = await client.submit({ text: "read the README and fix the typo" });
+const approval = await next((e) => e.name === "approval_requested");
+say(`== answering ${approval.data.approval}: allow`);
+await client.approve({ approval: approval.data.approval, decision: "allow" });
+await next((e) => e.name === "turn_finished" && e.data.turn === turn);
+
+const second = await client.submit({ text: "explain the build in detail" });
+const { position } = await client.enqueue({ text: "show the diff" });
+say(`== queued "show the diff" at position ${position}; interrupting ${second.turn}`);
+await next((e) => e.name === "output" && e.data.turn === second.turn);
+await client.interrupt();
+const queuedTurn = await next((e) => e.name === "turn_started" && e.data.text === "show the diff");
+await next((e) => e.name === "turn_finished" && e.data.turn === queuedTurn.data.turn);
+
+const before = lastSeq;
+await client.detach();
+await pump;
+say(`== detached after event ${before}; the child exited`);
+
+const again = new Client({ executable: simPath, env });
+const resumed = await again.resume({ session, after: 0 });
+let replayed = 0;
+for await (const item of again.events()) {
+  if (item.type === "event") replayed++;
+  if (item.type === "event" && item.seq === before) break;
+}
+say(`== resumed ${resumed.session} in a new process: ${replayed} events came back (seq 1..${before}), state ${resumed.state.status}`);
+await again.close();
+say("== done");
