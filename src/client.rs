@@ -152,7 +152,7 @@ fn env_trace() -> bool {
 #[napi]
 impl Client {
     /// Make a client. Nothing is started until the first call.
-    #[napi(constructor)]
+    #[napi(catch_unwind, constructor)]
     pub fn new(env: Env, options: ClientOptions) -> napi::Result<Self> {
         let js = Js(env.raw());
         if options.executable.is_empty() {
@@ -209,7 +209,7 @@ impl Client {
     }
 
     /// Start the child if needed; resolves with its checked hello.
-    #[napi(ts_args_type = "options?: CallOptions", ts_return_type = "Promise<Hello>")]
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<Hello>")]
     pub fn probe(&self, env: Env, this: napi::bindgen_prelude::This, options: Option<Arg>) -> napi::Result<Raw> {
         let js = Js(env.raw());
         self.ctx.remember_client(js, this.raw())?;
@@ -231,62 +231,62 @@ impl Client {
     }
 
     /// `create`: start a new session. Allowed only as the first request.
-    #[napi(ts_args_type = "params?: CreateParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
+    #[napi(catch_unwind, ts_args_type = "params?: CreateParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
     pub fn create(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "create", params, options)
     }
 
     /// `resume`: reattach to a saved session and replay its events after `after`.
-    #[napi(ts_args_type = "params: ResumeParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
+    #[napi(catch_unwind, ts_args_type = "params: ResumeParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
     pub fn resume(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "resume", params, options)
     }
 
     /// `state`: the session's state.
-    #[napi(ts_args_type = "options?: CallOptions", ts_return_type = "Promise<State>")]
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<State>")]
     pub fn state(&self, env: Env, this: napi::bindgen_prelude::This, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "state", None, options)
     }
 
     /// `submit`: start a turn. Remote error `busy` while a turn runs.
-    #[napi(ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<SubmitResult>")]
+    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<SubmitResult>")]
     pub fn submit(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "submit", params, options)
     }
 
     /// `enqueue`: queue a text to run after the current turn.
-    #[napi(ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<EnqueueResult>")]
+    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<EnqueueResult>")]
     pub fn enqueue(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "enqueue", params, options)
     }
 
     /// `interrupt`: stop the running turn, if any.
-    #[napi(ts_args_type = "options?: CallOptions", ts_return_type = "Promise<InterruptResult>")]
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<InterruptResult>")]
     pub fn interrupt(&self, env: Env, this: napi::bindgen_prelude::This, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "interrupt", None, options)
     }
 
     /// `interrupt_and_submit`: stop the running turn and start a new one.
-    #[napi(ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<InterruptAndSubmitResult>")]
+    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<InterruptAndSubmitResult>")]
     pub fn interrupt_and_submit(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "interrupt_and_submit", params, options)
     }
 
     /// `approve`: answer an `approval_requested` event.
-    #[napi(ts_args_type = "params: ApproveParams, options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
+    #[napi(catch_unwind, ts_args_type = "params: ApproveParams, options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
     pub fn approve(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "approve", params, options)
     }
 
     /// `configure`: change the model.
-    #[napi(ts_args_type = "params?: ConfigureParams, options?: CallOptions", ts_return_type = "Promise<State>")]
+    #[napi(catch_unwind, ts_args_type = "params?: ConfigureParams, options?: CallOptions", ts_return_type = "Promise<State>")]
     pub fn configure(&self, env: Env, this: napi::bindgen_prelude::This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "configure", params, options)
     }
 
     /// `detach`: koma saves the session and exits 0. Resolves after the answer
     /// and the child's exit; `events()` then ends. Nothing is written after it.
-    #[napi(ts_args_type = "options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
     pub fn detach(&self, env: Env, this: napi::bindgen_prelude::This, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "detach", None, options)
     }
@@ -294,7 +294,7 @@ impl Client {
     /// Send any method in hello's capabilities. Methods of the protocol's table
     /// get their params checked; for any other, `params` must be a JSON object
     /// and is sent as given.
-    #[napi(ts_args_type = "method: string, params?: Record<string, unknown>, options?: CallOptions", ts_return_type = "Promise<unknown>")]
+    #[napi(catch_unwind, ts_args_type = "method: string, params?: Record<string, unknown>, options?: CallOptions", ts_return_type = "Promise<unknown>")]
     pub fn request(&self, env: Env, this: napi::bindgen_prelude::This, method: Arg, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         let js = Js(env.raw());
         if js.type_of(method.0)? != sys::ValueType::napi_string {
@@ -309,20 +309,20 @@ impl Client {
     /// overflow report. Ends after detach or close; throws the client's fatal
     /// error after a failure (once the events received before it were taken).
     /// There is one queue per client: every call iterates the same queue.
-    #[napi(ts_return_type = "EventStream")]
+    #[napi(catch_unwind, ts_return_type = "EventStream")]
     pub fn events(&self, env: Env, this: napi::bindgen_prelude::This) -> napi::Result<EventStream> {
         self.ctx.remember_client(Js(env.raw()), this.raw())?;
         Ok(EventStream { ctx: self.ctx.clone() })
     }
 
     /// The kept tail of the child's stderr (the newest 64 KiB), as text.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn stderr(&self) -> String {
         self.ctx.conn.stderr_text()
     }
 
     /// The child's process id while it runs, else `null`.
-    #[napi(getter, ts_return_type = "number | null")]
+    #[napi(catch_unwind, getter, ts_return_type = "number | null")]
     pub fn pid(&self) -> Option<u32> {
         self.ctx.conn.pid()
     }
@@ -330,7 +330,7 @@ impl Client {
     /// Detach if it can (bounded), else end stdin, then SIGTERM, then SIGKILL,
     /// each after a short grace; the child (and the tools it started) are
     /// stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close(&self, env: Env, this: napi::bindgen_prelude::This) -> napi::Result<Raw> {
         let js = Js(env.raw());
         self.ctx.remember_client(js, this.raw())?;
@@ -344,7 +344,7 @@ impl Client {
     }
 
     /// `await using client = new Client(...)` closes it.
-    #[napi(well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
     pub fn async_dispose(&self, env: Env, this: napi::bindgen_prelude::This) -> napi::Result<Raw> {
         self.close(env, this)
     }
@@ -396,7 +396,7 @@ pub struct EventStream {
 #[napi]
 impl EventStream {
     /// The next item; waits when none is buffered.
-    #[napi(ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
     pub fn next(&self, env: Env) -> napi::Result<Raw> {
         let js = Js(env.raw());
         let ctx = &self.ctx;
@@ -412,7 +412,7 @@ impl EventStream {
     }
 
     /// Stop iterating here (the queue stays; `events()` again goes on from it).
-    #[napi(js_name = "return", ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
+    #[napi(catch_unwind, js_name = "return", ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
     pub fn finish(&self, env: Env) -> napi::Result<Raw> {
         let js = Js(env.raw());
         self.ctx.conn.unwant_events();
@@ -420,7 +420,7 @@ impl EventStream {
     }
 
     /// The stream is its own async iterator.
-    #[napi(well_known_symbol = "asyncIterator", ts_return_type = "EventStream")]
+    #[napi(catch_unwind, well_known_symbol = "asyncIterator", ts_return_type = "EventStream")]
     pub fn iterator(&self, this: napi::bindgen_prelude::This) -> Raw {
         Raw(this.raw())
     }
@@ -683,6 +683,29 @@ impl Ctx {
         Ok(())
     }
 
+    /// Reject everything outstanding (after an internal error).
+    fn fail_all(&self, js: Js, why: &str) {
+        self.conn.kill_now();
+        // Re-arm the wake-up: later completions (close) must still arrive.
+        let _ = self.conn.drain();
+        let e = KomaError::new(ErrorCode::TransportFailure, why);
+        let (pending, waiters): (Vec<_>, Vec<_>) = {
+            let mut st = self.state.borrow_mut();
+            (st.pending.drain().map(|(_, p)| p).collect(), st.event_waiters.drain(..).collect())
+        };
+        for p in pending {
+            if let Ok(err) = js.error(&e, None) {
+                js.reject(p.deferred, err);
+            }
+        }
+        for d in waiters {
+            if let Ok(err) = js.error(&e, None) {
+                js.reject(d, err);
+            }
+        }
+        self.update_hold(js);
+    }
+
     fn wake(&self, js: Js) -> napi::Result<()> {
         let drained = self.conn.drain();
         self.settle(js, drained.completions)?;
@@ -698,6 +721,14 @@ struct AbortData {
 }
 
 unsafe extern "C" fn on_abort(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // A panic must not unwind into Node: it would abort the process.
+    match std::panic::catch_unwind(|| unsafe { on_abort_inner(env, info) }) {
+        Ok(v) => v,
+        Err(_) => ptr::null_mut(),
+    }
+}
+
+unsafe fn on_abort_inner(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let js = Js(env);
     if let Some(data) = unsafe { callback_data::<AbortData>(env, info) } {
         if let Some(ctx) = data.ctx.upgrade() {
@@ -726,9 +757,30 @@ unsafe extern "C" fn on_wake(env: sys::napi_env, _js_cb: sys::napi_value, contex
     // SAFETY: `context` is the Rc<Ctx> given at creation, alive until finalize.
     let ctx = unsafe { &*(context as *const Ctx) };
     let js = Js(env);
-    if ctx.wake(js).is_err() {
-        let _ = js.take_exception();
+    let woke = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if test_panic("wake") {
+            panic!("KOMA_SDK_TEST_PANIC=wake");
+        }
+        ctx.wake(js)
+    }));
+    match woke {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => {
+            let _ = js.take_exception();
+        }
+        Err(_) => {
+            // Settle what is outstanding rather than leave it hanging.
+            let _ = js.take_exception();
+            ctx.fail_all(js, "an internal error (a panic) in @koma/sdk while delivering results");
+        }
     }
+}
+
+/// A test hook: `KOMA_SDK_TEST_PANIC=wake` panics in the wake-up of the JavaScript thread.
+fn test_panic(place: &str) -> bool {
+    static FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == place)
+        && !FIRED.swap(true, std::sync::atomic::Ordering::Relaxed)
 }
 
 unsafe extern "C" fn finalize_tsfn(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {

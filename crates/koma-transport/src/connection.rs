@@ -592,15 +592,36 @@ impl Connection {
         s.process = Some(process.clone());
         s.writer = Some(tx);
         let closing = matches!(s.phase, Phase::Closing | Phase::Failed(_));
-        let reader = rt.spawn(read_stdout(self.clone(), stdout));
-        s.reader_abort = Some(reader.abort_handle());
+        let reader = self.spawn_guarded(read_stdout(self.clone(), stdout));
+        s.reader_abort = Some(reader);
         drop(s);
-        rt.spawn(drain_stderr(self.clone(), stderr));
-        rt.spawn(write_stdin(self.clone(), rx, stdin));
+        self.spawn_guarded(drain_stderr(self.clone(), stderr));
+        self.spawn_guarded(write_stdin(self.clone(), rx, stdin));
         if closing {
             let conn = self.clone();
             rt.spawn(async move { conn.stop_child().await });
         }
+    }
+
+    /// Spawn an I/O task; if it panics, the client fails (every promise
+    /// settles) instead of hanging.
+    fn spawn_guarded<F>(&self, task: F) -> tokio::task::AbortHandle
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let handle = runtime().spawn(task);
+        let abort = handle.abort_handle();
+        let conn = self.clone();
+        runtime().spawn(async move {
+            if let Err(e) = handle.await {
+                if e.is_panic() {
+                    let msg = conn.with_stderr_tail("an internal error (a panic) in @koma/sdk's I/O task".to_owned());
+                    conn.fail(KomaError::new(ErrorCode::TransportFailure, msg));
+                    conn.inner.stdout_end_tx.send_replace(true);
+                }
+            }
+        });
+        abort
     }
 
     /// On the supervisor thread: the child has exited (not yet reaped).
@@ -974,6 +995,7 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
     let mut splitter = LineSplitter::new();
     let mut buf = vec![0u8; READ_CHUNK];
     let trace_on = conn.inner.options.trace;
+    let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
     let end = loop {
         let n = match stdout.read(&mut buf).await {
             Ok(0) => break ReadEnd::Eof,
@@ -987,6 +1009,9 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
             |line| -> Result<(), Option<Violation>> {
                 if trace_on {
                     trace("<-", line.bytes());
+                }
+                if panic_on_frame {
+                    panic!("KOMA_SDK_TEST_PANIC=reader");
                 }
                 let r = route(line);
                 let stop = matches!(r, Routed::Violation(_));

@@ -1,0 +1,141 @@
+// Processes and failures: panics, Workers, the death of the Node process,
+// tracing. Everything through real koma-sim children.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { Worker } from "node:worker_threads";
+import { SIM, root, tempHome, alive, simClient, rejection } from "./helpers.mjs";
+
+const INDEX = JSON.stringify(`${root}/index.js`);
+const simEnv = () => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() });
+
+async function waitDead(pid) {
+  // Polls an outside process (no event to await for that); bounded.
+  for (let i = 0; i < 200 && alive(pid); i++) await new Promise((r) => setTimeout(r, 25));
+  return !alive(pid);
+}
+
+function runScript(script, env = {}) {
+  return spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 60000 });
+}
+
+test("a panic in the reader task becomes a rejected promise, not a crash", { timeout: 30000 }, () => {
+  const r = runScript(`
+    const { Client } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    c.probe().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
+  `, { KOMA_SDK_TEST_PANIC: "reader" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
+});
+
+test("a panic while delivering results rejects what is outstanding, not a crash", { timeout: 30000 }, () => {
+  const r = runScript(`
+    const { Client } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    c.state().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
+  `, { KOMA_SDK_TEST_PANIC: "wake" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
+});
+
+const workerSource = `
+  const { parentPort, workerData } = require("node:worker_threads");
+  const { Client } = require(${INDEX});
+  (async () => {
+    const c = new Client({ executable: workerData.sim, env: workerData.env });
+    await c.probe();
+    parentPort.postMessage({ pid: c.pid });
+    if (workerData.hang) {
+      // Requests in flight that are never answered, then wait to be terminated.
+      for (let i = 0; i < 10; i++) c.state().catch(() => {});
+      parentPort.postMessage({ inflight: true });
+      return;
+    }
+    let ok = 0;
+    for (let i = 0; i < workerData.requests; i++) if ((await c.state()).status === "idle") ok++;
+    await c.close();
+    parentPort.postMessage({ ok });
+  })().catch((e) => parentPort.postMessage({ error: String(e) }));
+`;
+
+test("several Workers use clients at once", { timeout: 60000 }, async () => {
+  const workers = Array.from({ length: 4 }, () =>
+    new Worker(workerSource, { eval: true, workerData: { sim: SIM, env: simEnv(), requests: 200 } }));
+  const results = await Promise.all(workers.map(async (w) => {
+    const msgs = [];
+    w.on("message", (m) => msgs.push(m));
+    const [code] = await once(w, "exit");
+    return { code, msgs };
+  }));
+  for (const { code, msgs } of results) {
+    assert.equal(code, 0);
+    assert.deepEqual(msgs.at(-1), { ok: 200 });
+    assert.equal(await waitDead(msgs[0].pid), true);
+  }
+});
+
+test("terminating a Worker with requests in flight neither crashes Node nor leaves koma running", { timeout: 60000 }, async () => {
+  const w = new Worker(workerSource, { eval: true, workerData: { sim: SIM, env: { ...simEnv(), KOMA_SIM_FAULT: "never_answer" }, hang: true } });
+  const msgs = [];
+  w.on("message", (m) => msgs.push(m));
+  while (!msgs.some((m) => m.inflight)) await once(w, "message");
+  const pid = msgs[0].pid;
+  assert.equal(alive(pid), true);
+  await w.terminate();
+  assert.equal(await waitDead(pid), true, "koma was stopped with the Worker");
+  // This process is fine and can still use a client.
+  const c = new (await import("./helpers.mjs")).Client({ executable: SIM, env: simEnv() });
+  assert.equal((await c.state()).status, "idle");
+  await c.close();
+});
+
+test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000 }, async () => {
+  const child = spawn(process.execPath, ["-e", `
+    const { Client } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    c.create({}).then(() => { console.log(c.pid); c.state({}); setInterval(() => {}, 1000); });
+  `], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  while (!out.includes("\n")) await once(child.stdout, "data");
+  const pid = Number(out.trim());
+  assert.equal(alive(pid), true);
+  child.kill("SIGKILL");
+  await once(child, "exit");
+  assert.equal(await waitDead(pid), true);
+});
+
+test("tracing prints every frame both ways and every stderr line, only when on", { timeout: 30000 }, () => {
+  const script = `
+    const { Client } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    c.create({}).then(() => c.state()).then(() => c.close());
+  `;
+  const on = runScript(script, { KOMA_SDK_TRACE: "1" });
+  assert.equal(on.status, 0);
+  assert.match(on.stderr, /\[koma-sdk\] <- \{"type":"hello"/);
+  assert.match(on.stderr, /\[koma-sdk\] -> \{"id":"\d+","method":"create","params":\{\}\}/);
+  assert.match(on.stderr, /\[koma-sdk\] -> \{"id":"\d+","method":"state","params":\{\}\}/);
+  assert.match(on.stderr, /\[koma-sdk\] stderr koma-sim: /);
+  const off = runScript(script, { KOMA_SDK_TRACE: "" });
+  assert.equal(off.status, 0);
+  assert.doesNotMatch(off.stderr, /\[koma-sdk\]/);
+  const option = runScript(script.replace("env: {", "trace: true, env: {"));
+  assert.match(option.stderr, /\[koma-sdk\] -> /);
+});
+
+test("the child's environment is the parent's plus `env`, and arguments are exactly sdk serve", { timeout: 30000 }, async (t) => {
+  process.env.KOMA_SDK_TEST_PARENT_VAR = "from-parent";
+  t.after(() => delete process.env.KOMA_SDK_TEST_PARENT_VAR);
+  const client = simClient(t, { env: { KOMA_SDK_TEST_ADDED: "added $(echo no-shell)" } });
+  await client.probe();
+  const environ = (await import("node:fs")).readFileSync(`/proc/${client.pid}/environ`, "utf8").split("\0");
+  const cmdline = (await import("node:fs")).readFileSync(`/proc/${client.pid}/cmdline`, "utf8").split("\0");
+  assert.ok(environ.includes("KOMA_SDK_TEST_PARENT_VAR=from-parent"));
+  assert.ok(environ.includes("KOMA_SDK_TEST_ADDED=added $(echo no-shell)"));
+  assert.deepEqual(cmdline.slice(1, 3), ["sdk", "serve"]);
+  const shell = (await rejection(new (await import("./helpers.mjs")).Client({ executable: "echo hi; true" }).probe()));
+  assert.equal(shell.code, "spawn_failed", "the executable is a path, never a shell command");
+});
