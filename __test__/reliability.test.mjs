@@ -139,3 +139,21 @@ test("the child's environment is the parent's plus `env`, and arguments are exac
   const shell = (await rejection(new (await import("./helpers.mjs")).Client({ executable: "echo hi; true" }).probe()));
   assert.equal(shell.code, "spawn_failed", "the executable is a path, never a shell command");
 });
+
+test("a hostile child cannot make the client use more memory than the protocol's bounds add up to", { timeout: 60000 }, () => {
+  // 40 MiB frame + 64 MiB events + 64 KiB stderr (+ 64 pending, nothing here);
+  // slack for the read buffer, the allocator and the runtime.
+  const bounds = 40 * 2 ** 20 + 64 * 2 ** 20 + 64 * 1024;
+  const slack = 32 * 2 ** 20;
+  for (const eventsMiB of ["63", "400"]) {
+    const r = spawnSync(process.execPath, [`${root}/__test__/peers/hostile-client.cjs`], {
+      encoding: "utf8", env: { ...process.env, HOSTILE_EVENTS_MIB: eventsMiB }, timeout: 60000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.error, "delivery_unknown,protocol_error", "the endless line is fatal at 40 MiB");
+    assert.equal(out.stderr, 65536, "only the newest 64 KiB of the stderr flood is kept");
+    assert.equal(out.first, eventsMiB === "400" ? "overflow" : "event");
+    assert.ok(out.peak < bounds + slack, `peak RSS growth ${out.peak} bytes with ${eventsMiB} MiB of events`);
+  }
+});

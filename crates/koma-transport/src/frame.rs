@@ -68,6 +68,8 @@ pub struct LineSplitter {
 
 /// The partial line may hold the frame bound plus a `\r` that a `\n` will follow.
 const PARTIAL_LIMIT: usize = MAX_FRAME_BYTES + 1;
+/// Lines up to this size grow by doubling; longer ones reserve the bound.
+const BIG_LINE: usize = 1 << 20;
 
 impl LineSplitter {
     pub fn new() -> Self {
@@ -120,8 +122,8 @@ impl LineSplitter {
                 }
                 None => {
                     if self.partial.len() + chunk.len() > PARTIAL_LIMIT {
-                        let mut start = self.partial.clone();
-                        start.extend_from_slice(&chunk[..chunk.len().min(256)]);
+                        let mut start = self.partial[..self.partial.len().min(256)].to_vec();
+                        start.extend_from_slice(&chunk[..chunk.len().min(256 - start.len())]);
                         return Err(too_large(oversize(&start)));
                     }
                     self.append(chunk);
@@ -132,12 +134,18 @@ impl LineSplitter {
         Ok(())
     }
 
-    /// Grow the partial line without ever reserving past the bound.
+    /// Grow the partial line without ever reserving past the bound. Past
+    /// 1 MiB it reserves the whole bound at once: one copy instead of a
+    /// doubling series (whose old and new buffers would coexist), and pages
+    /// not yet written cost no memory.
     fn append(&mut self, bytes: &[u8]) {
         let needed = self.partial.len() + bytes.len();
         if needed > self.partial.capacity() {
-            let doubled = (self.partial.capacity() * 2).max(8 * 1024);
-            let target = doubled.max(needed).min(PARTIAL_LIMIT);
+            let target = if needed > BIG_LINE {
+                PARTIAL_LIMIT
+            } else {
+                (self.partial.capacity() * 2).max(8 * 1024).max(needed).min(BIG_LINE)
+            };
             self.partial.reserve_exact(target - self.partial.len());
         }
         self.partial.extend_from_slice(bytes);
