@@ -110,6 +110,8 @@ enum Phase {
 
 enum WriterMsg {
     Line { token: u64, line: Vec<u8> },
+    /// The rest of a line whose start was written directly.
+    Rest(Vec<u8>),
     /// Close stdin.
     Shutdown,
 }
@@ -137,6 +139,11 @@ struct Shared {
     frames_seen: u64,
     stderr: StderrRing,
     writer: Option<mpsc::UnboundedSender<WriterMsg>>,
+    /// koma's stdin (non-blocking), for writing directly from the caller's
+    /// thread while the writer task has nothing queued: no thread hop.
+    stdin_fd: Option<std::os::fd::RawFd>,
+    /// The writer task has lines queued or in progress: keep the order, queue behind them.
+    write_backlog: bool,
     process: Option<Arc<ProcessControl>>,
     detach_token: Option<u64>,
     detach_answer: Option<Outcome>,
@@ -194,6 +201,8 @@ impl Connection {
                     frames_seen: 0,
                     stderr: StderrRing::default(),
                     writer: None,
+                    stdin_fd: None,
+                    write_backlog: false,
                     process: None,
                     detach_token: None,
                     detach_answer: None,
@@ -280,9 +289,7 @@ impl Connection {
         if self.inner.options.trace {
             trace("->", &line[..line.len() - 1]);
         }
-        if let Some(w) = &s.writer {
-            let _ = w.send(WriterMsg::Line { token, line });
-        }
+        write_or_queue(s, token, line);
         Ok(())
     }
 
@@ -451,9 +458,7 @@ impl Connection {
                 if self.inner.options.trace {
                     trace("->", &line[..line.len() - 1]);
                 }
-                if let Some(w) = &s.writer {
-                    let _ = w.send(WriterMsg::Line { token: t, line });
-                }
+                write_or_queue(&mut s, t, line);
                 detach_token = Some(t);
             }
         }
@@ -591,6 +596,7 @@ impl Connection {
         let mut s = self.inner.lock();
         s.process = Some(process.clone());
         s.writer = Some(tx);
+        s.stdin_fd = Some(std::os::fd::AsRawFd::as_raw_fd(&stdin));
         let closing = matches!(s.phase, Phase::Closing | Phase::Failed(_));
         let reader = self.spawn_guarded(read_stdout(self.clone(), stdout));
         s.reader_abort = Some(reader);
@@ -907,6 +913,39 @@ impl Drop for Inner {
     }
 }
 
+/// Write `line` straight to stdin when nothing is queued ahead of it;
+/// otherwise (or for what does not fit in the pipe now) hand it to the writer task.
+fn write_or_queue(s: &mut Shared, token: u64, line: Vec<u8>) {
+    let Some(writer) = s.writer.clone() else { return };
+    if let (false, Some(fd)) = (s.write_backlog, s.stdin_fd) {
+        let mut done = 0;
+        while done < line.len() {
+            // SAFETY: write(2) on the open, non-blocking pipe; the fd is cleared
+            // (under this lock) before the writer task closes it.
+            let n = unsafe { libc::write(fd, line[done..].as_ptr().cast(), line.len() - done) };
+            if n > 0 {
+                done += n as usize;
+            } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            } else {
+                break; // full (EAGAIN) or an error: the writer task takes it from here
+            }
+        }
+        if done == line.len() {
+            s.pending.mark_written(token);
+            return;
+        }
+        s.write_backlog = true;
+        if done > 0 {
+            s.pending.mark_written(token);
+            let _ = writer.send(WriterMsg::Rest(line[done..].to_vec()));
+            return;
+        }
+    }
+    s.write_backlog = true;
+    let _ = writer.send(WriterMsg::Line { token, line });
+}
+
 fn closed_error() -> KomaError {
     KomaError::new(ErrorCode::Closed, "the client was closed")
 }
@@ -1095,7 +1134,11 @@ async fn write_stdin(conn: Connection, mut rx: mpsc::UnboundedReceiver<WriterMsg
                             }
                         }
                     }
-                    WriterMsg::Shutdown => shutdown = true,
+                    WriterMsg::Rest(rest) => out.extend_from_slice(&rest),
+                    WriterMsg::Shutdown => {
+                        shutdown = true;
+                        s.stdin_fd = None;
+                    }
                 }
             }
         }
@@ -1107,6 +1150,7 @@ async fn write_stdin(conn: Connection, mut rx: mpsc::UnboundedReceiver<WriterMsg
                 out.clear();
             }
             if let Err(e) = r {
+                conn.inner.lock().stdin_fd = None;
                 // EPIPE and the like: the child is gone or closed stdin. The
                 // reader's end of stream usually says more; wait for it briefly.
                 let conn2 = conn.clone();
@@ -1123,7 +1167,13 @@ async fn write_stdin(conn: Connection, mut rx: mpsc::UnboundedReceiver<WriterMsg
         if shutdown {
             break;
         }
+        // Caught up: the caller's thread may write directly again.
+        let mut s = conn.inner.lock();
+        if rx.is_empty() {
+            s.write_backlog = false;
+        }
     }
+    conn.inner.lock().stdin_fd = None;
     let _ = stdin.shutdown().await;
 }
 

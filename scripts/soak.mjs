@@ -1,0 +1,122 @@
+// Endurance: `npm run soak` (the full run) or `node scripts/soak.mjs --short`
+// (the slice `npm test` runs).
+//   soak:  2,000,000 events and 10,000 requests through one client; RSS must
+//          stay flat between 20% and 100% of the run.
+//   churn: 300 clients opened and closed in a row leave no process, zombie or
+//          file descriptor behind; then 32 clients at once, 500 requests each.
+import { readdirSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const { Client } = createRequire(import.meta.url)(join(root, "index.js"));
+const SIM = join(root, "bin", "koma-sim");
+const short = process.argv.includes("--short");
+const home = mkdtempSync(join(tmpdir(), "koma-soak-"));
+const env = { KOMA_SIM_HOME: home, KOMA_SIM_DELAY_MS: "0", KOMA_SIM_BENCH: "1" };
+const cfg = short
+  ? { events: 100_000, requests: 1_000, churn: 30, parallel: 8, each: 100 }
+  : { events: 2_000_000, requests: 10_000, churn: 300, parallel: 32, each: 500 };
+const mib = (b) => (b / 2 ** 20).toFixed(1);
+const fail = (msg) => {
+  console.error(`soak: FAILED: ${msg}`);
+  process.exitCode = 1;
+};
+
+async function soak() {
+  const client = new Client({ executable: SIM, env });
+  await client.create({});
+  const perWindow = 200;
+  const windows = cfg.events / perWindow;
+  const requestsPerWindow = Math.max(1, Math.round(cfg.requests / windows));
+  const samples = [];
+  let events = 0;
+  let requests = 0;
+  const it = client.events();
+  for (let w = 0; w < windows; w++) {
+    const answered = client.request("bench_events", { count: perWindow, bytes: 200 });
+    let got = 0;
+    while (got < perWindow) {
+      const { value, done } = await it.next();
+      if (done) throw new Error("events ended");
+      if (value.type === "overflow") throw new Error("overflow during soak");
+      if (value.name === "output") got++;
+    }
+    events += got;
+    await answered;
+    requests++;
+    for (let i = 1; i < requestsPerWindow; i++, requests++) await client.state();
+    if (w % (windows / 50) === windows / 50 - 1) {
+      globalThis.gc?.();
+      samples.push({ at: (w + 1) / windows, rss: process.memoryUsage.rss() });
+    }
+  }
+  await client.close();
+  const window = samples.filter((s) => s.at >= 0.2);
+  const start = window[0].rss;
+  const max = Math.max(...window.map((s) => s.rss));
+  const growth = max - start;
+  console.log(`soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`);
+  console.log(`soak: RSS samples (MiB): ${samples.map((s) => mib(s.rss)).join(" ")}`);
+  if (growth > Math.max(16 * 2 ** 20, start * 0.15)) fail(`RSS grew by ${mib(growth)} MiB after 20% of the run`);
+}
+
+const fds = () => readdirSync("/proc/self/fd").length;
+function children() {
+  const mine = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === process.pid) mine.push({ pid: Number(d), state: fields[0] });
+    } catch {}
+  }
+  return mine;
+}
+
+async function churn() {
+  const warm = new Client({ executable: SIM, env });
+  await warm.state();
+  await warm.close();
+  const fdsBefore = fds();
+  for (let i = 0; i < cfg.churn; i++) {
+    const c = new Client({ executable: SIM, env });
+    await c.create({});
+    await c.state();
+    await c.close();
+  }
+  const left = children();
+  const fdsAfter = fds();
+  console.log(`churn: ${cfg.churn} clients opened and closed; processes left: ${left.length} (zombies: ${left.filter((c) => c.state === "Z").length}); fds before ${fdsBefore}, after ${fdsAfter}`);
+  if (left.length) fail(`processes left behind: ${JSON.stringify(left)}`);
+  if (fdsAfter > fdsBefore) fail(`file descriptors leaked: ${fdsBefore} -> ${fdsAfter}`);
+
+  const clients = Array.from({ length: cfg.parallel }, () => new Client({ executable: SIM, env }));
+  const counts = await Promise.all(clients.map(async (c) => {
+    await c.create({});
+    let ok = 0;
+    const inflight = [];
+    for (let i = 0; i < cfg.each; i++) {
+      inflight.push(c.state().then((s) => s.status === "idle" && ok++));
+      if (inflight.length === 16) await Promise.all(inflight.splice(0));
+    }
+    await Promise.all(inflight);
+    await c.close();
+    return ok;
+  }));
+  const answered = counts.reduce((a, b) => a + b, 0);
+  console.log(`churn: ${cfg.parallel} clients at once, ${cfg.each} requests each: ${answered} of ${cfg.parallel * cfg.each} answered`);
+  if (answered !== cfg.parallel * cfg.each) fail("not every request was answered");
+  if (children().length) fail("processes left after the parallel clients");
+}
+
+try {
+  await soak();
+  await churn();
+} finally {
+  rmSync(home, { recursive: true, force: true });
+}
+if (!process.exitCode) console.log("soak: ok");
