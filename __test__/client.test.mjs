@@ -2,9 +2,7 @@
 // resume, close. Fault switches are in faults*.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { Client, SIM, simClient, tempHome, rejection, eventsUntil, alive, root } from "./helpers.mjs";
+import { Client, SIM, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
 
 const finished = (turn) => (e) => e.type === "event" && e.name === "turn_finished" && e.data.turn === turn;
 const names = (items) => items.filter((e) => e.type === "event").map((e) => e.name);
@@ -234,12 +232,9 @@ test("a script that uses a client and closes it exits by itself", { timeout: 300
       await c.close();
       console.log("done");
     })();`;
-  const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  const [code] = await once(child, "exit");
+  const { code, out } = await runNode(script);
   assert.equal(code, 0);
-  assert.equal(out.trim(), "done");
+  assert.equal(out, "done");
 });
 
 test("a script that forgets close() still exits once nothing is pending, and the child dies with it", { timeout: 30000 }, async () => {
@@ -250,12 +245,9 @@ test("a script that forgets close() still exits once nothing is pending, and the
       await c.create({});
       console.log(c.pid);
     })();`;
-  const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  const [code] = await once(child, "exit");
+  const { code, out } = await runNode(script);
   assert.equal(code, 0);
-  const pid = Number(out.trim());
+  const pid = Number(out);
   assert.ok(pid > 0);
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
   assert.equal(alive(pid), false, "PR_SET_PDEATHSIG or the finalizer stopped koma");

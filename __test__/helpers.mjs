@@ -73,3 +73,14 @@ export function alive(pid) {
     return false;
   }
 }
+
+/** Run a CommonJS script in a new Node process; resolves with its exit code and stdout. */
+export async function runNode(script, env = {}) {
+  const { spawn } = await import("node:child_process");
+  const { once } = await import("node:events");
+  const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const [code] = await once(child, "exit");
+  return { code, out: out.trim() };
+}

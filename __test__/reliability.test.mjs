@@ -157,3 +157,26 @@ test("a hostile child cannot make the client use more memory than the protocol's
     assert.ok(out.peak < bounds + slack, `peak RSS growth ${out.peak} bytes with ${eventsMiB} MiB of events`);
   }
 });
+
+test("messages that quote the child's bytes escape control characters and quote at most 200 bytes", { timeout: 30000 }, async (t) => {
+  const { Client } = await import("./helpers.mjs");
+  const client = new Client({ executable: `${root}/__test__/peers/escapes.mjs` });
+  t.after(() => client.close());
+  await client.probe();
+  const e = await rejection(client.state());
+  assert.equal(e.code, "delivery_unknown");
+  let fatal;
+  try {
+    for await (const _ of client.events());
+  } catch (err) {
+    fatal = err;
+  }
+  assert.equal(fatal.code, "protocol_error");
+  for (const message of [e.message, fatal.message]) {
+    assert.doesNotMatch(message, /[\x00-\x08\x0b-\x1f\x7f]/, "no raw control character reaches the terminal");
+  }
+  assert.match(fatal.message, /\\u\{1b\}\[31mINFO/);
+  const quoted = fatal.message.match(/`([^`]*)`/)[1];
+  assert.ok(Buffer.byteLength(quoted.replace(/…$/, "")) <= 200, `quote of ${Buffer.byteLength(quoted)} bytes`);
+  assert.doesNotMatch(fatal.message, /z{201}/);
+});
