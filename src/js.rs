@@ -65,6 +65,12 @@ impl Js {
         Ok(())
     }
 
+    /// Set a property whose name is a static C string (no key string created here).
+    pub fn set_named(self, obj: Value, name: &std::ffi::CStr, value: Value) -> napi::Result<()> {
+        ok!(unsafe { sys::napi_set_named_property(self.0, obj, name.as_ptr(), value) });
+        Ok(())
+    }
+
     pub fn get(self, obj: Value, name: &str) -> napi::Result<Value> {
         let key = self.string(name.as_bytes())?;
         let mut v = ptr::null_mut();
@@ -201,8 +207,8 @@ impl Js {
     /// `{ value, done }`, an iterator result.
     pub fn iter_result(self, value: Value, done: bool) -> napi::Result<Value> {
         let o = self.object()?;
-        self.set(o, "value", value)?;
-        self.set(o, "done", self.boolean(done)?)?;
+        self.set_named(o, c"value", value)?;
+        self.set_named(o, c"done", self.boolean(done)?)?;
         Ok(o)
     }
 
