@@ -301,6 +301,9 @@ fn resume_after_a_kill_mid_turn_fails_that_turn() {
     a.ok("submit", json!({"text": "fix it"}));
     a.events_until(|e| e["name"] == "state" && e["data"]["status"] == "waiting");
     let last = a.seen.last().unwrap()["seq"].as_u64().unwrap();
+    // The save follows that event under the agent's lock; a request answered
+    // after it proves the session file is written.
+    a.ok("state", json!({}));
     a.child.kill().unwrap();
     a.wait_exit();
 
