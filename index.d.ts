@@ -60,7 +60,7 @@ export declare class Client {
    * error after a failure (once the events received before it were taken).
    * There is one queue per client: every call iterates the same queue.
    */
-  events(this: this): EventStream
+  events(this: this): AsyncIterableIterator<EventItem>
   /** The kept tail of the child's stderr (the newest 64 KiB), as text. */
   get stderr(): string
   /** The child's process id while it runs, else `null`. */
@@ -73,16 +73,6 @@ export declare class Client {
   close(this: this): Promise<void>
   /** `await using client = new Client(...)` closes it. */
   [globalThis.Symbol.asyncDispose](this: this): Promise<void>
-}
-
-/** The iterator of `client.events()`: `for await (const item of client.events())`. */
-export declare class EventStream {
-  /** The next item; waits when none is buffered. */
-  next(): Promise<IteratorResult<EventItem, undefined>>
-  /** Stop iterating here (the queue stays; `events()` again goes on from it). */
-  return(): Promise<IteratorResult<EventItem, undefined>>
-  /** The stream is its own async iterator. */
-  [globalThis.Symbol.asyncIterator](this: this): EventStream
 }
 
 /** Data of `approval_requested`: answer with `approve`. */

@@ -1,14 +1,15 @@
-//! The `Client` and `EventStream` classes.
+//! The `Client` class, and the native side of its event iterator (`events.js`).
 //!
 //! Requests return promises created here on the JavaScript thread; their
 //! answers arrive from the core's reader task as completions, and one wake of
 //! the JavaScript thread (a weak threadsafe function, referenced only while
 //! something is outstanding) settles a whole batch: results are joined and
-//! parsed by one `JSON.parse`. Events cross in batches too, and the iterator
-//! yields from the parsed batch without going back to Rust's queue.
+//! parsed by one `JSON.parse`. Events cross in batches too: the iterator (a
+//! few lines of JavaScript, `events.js`) yields from the parsed batch and counts
+//! what it took in memory shared with the core, with no call per event.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::{c_void, OsString};
 use std::ptr;
 use std::rc::Rc;
@@ -99,18 +100,13 @@ struct PendingJs {
     abort: Option<(sys::napi_ref, sys::napi_ref)>,
 }
 
-/// Events parsed from one batch, yielded one by one.
-struct EventCache {
-    array: sys::napi_ref,
-    sizes: Vec<usize>,
-    index: usize,
-    epoch: u64,
-}
-
 struct JsState {
     pending: HashMap<u64, PendingJs>,
-    event_waiters: VecDeque<sys::napi_deferred>,
-    cache: Option<EventCache>,
+    /// The event iterator (one per client) and its `settle`, once made.
+    stream: sys::napi_ref,
+    settle: sys::napi_ref,
+    /// The iterator waits for events: the next wake calls `settle`.
+    events_waiting: bool,
     json_parse: sys::napi_ref,
     json_stringify: sys::napi_ref,
     /// The Client's own object: held strongly while anything is outstanding,
@@ -172,8 +168,9 @@ impl Client {
         let json = js.get(global, "JSON")?;
         let state = JsState {
             pending: HashMap::new(),
-            event_waiters: VecDeque::new(),
-            cache: None,
+            stream: ptr::null_mut(),
+            settle: ptr::null_mut(),
+            events_waiting: false,
             json_parse: js.reference(js.get(json, "parse")?, 1)?,
             json_stringify: js.reference(js.get(json, "stringify")?, 1)?,
             client_ref: ptr::null_mut(),
@@ -309,10 +306,11 @@ impl Client {
     /// overflow report. Ends after detach or close; throws the client's fatal
     /// error after a failure (once the events received before it were taken).
     /// There is one queue per client: every call iterates the same queue.
-    #[napi(catch_unwind, ts_return_type = "EventStream")]
-    pub fn events(&self, env: Env, this: napi::bindgen_prelude::This) -> napi::Result<EventStream> {
-        self.ctx.remember_client(Js(env.raw()), this.raw())?;
-        Ok(EventStream { ctx: self.ctx.clone() })
+    #[napi(catch_unwind, ts_return_type = "AsyncIterableIterator<EventItem>")]
+    pub fn events(&self, env: Env, this: napi::bindgen_prelude::This) -> napi::Result<Raw> {
+        let js = Js(env.raw());
+        self.ctx.remember_client(js, this.raw())?;
+        self.ctx.event_stream(js).map(Raw)
     }
 
     /// The kept tail of the child's stderr (the newest 64 KiB), as text.
@@ -387,52 +385,6 @@ impl Drop for Client {
     }
 }
 
-/// The iterator of `client.events()`: `for await (const item of client.events())`.
-#[napi]
-pub struct EventStream {
-    ctx: Rc<Ctx>,
-}
-
-#[napi]
-impl EventStream {
-    /// The next item; waits when none is buffered.
-    #[napi(catch_unwind, ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
-    pub fn next(&self, env: Env) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        let ctx = &self.ctx;
-        if !ctx.state.borrow().event_waiters.is_empty() {
-            return ctx.wait_for_event(js).map(Raw);
-        }
-        match ctx.take_event(js, true)? {
-            Next::Item(v) => js.resolved(js.iter_result(v, false)?).map(Raw),
-            Next::Done => js.resolved(js.iter_result(js.undefined()?, true)?).map(Raw),
-            Next::Fail(e) => js.rejected(&e).map(Raw),
-            Next::Wait => ctx.wait_for_event(js).map(Raw),
-        }
-    }
-
-    /// Stop iterating here (the queue stays; `events()` again goes on from it).
-    #[napi(catch_unwind, js_name = "return", ts_return_type = "Promise<IteratorResult<EventItem, undefined>>")]
-    pub fn finish(&self, env: Env) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.conn.unwant_events();
-        js.resolved(js.iter_result(js.undefined()?, true)?).map(Raw)
-    }
-
-    /// The stream is its own async iterator.
-    #[napi(catch_unwind, well_known_symbol = "asyncIterator", ts_return_type = "EventStream")]
-    pub fn iterator(&self, this: napi::bindgen_prelude::This) -> Raw {
-        Raw(this.raw())
-    }
-}
-
-enum Next {
-    Item(Value),
-    Done,
-    Fail(KomaError),
-    Wait,
-}
-
 impl Ctx {
     fn remember_client(&self, js: Js, this: Value) -> napi::Result<()> {
         let mut st = self.state.borrow_mut();
@@ -494,7 +446,7 @@ impl Ctx {
     /// Reference the wake-up and the client object while anything is outstanding.
     fn update_hold(&self, js: Js) {
         let mut st = self.state.borrow_mut();
-        let busy = !st.pending.is_empty() || !st.event_waiters.is_empty();
+        let busy = !st.pending.is_empty() || st.events_waiting;
         if busy == st.held {
             return;
         }
@@ -611,76 +563,92 @@ impl Ctx {
         flush(&mut group)
     }
 
-    /// One event from the cache, or a new batch, or why there is none.
-    fn take_event(&self, js: Js, wait: bool) -> napi::Result<Next> {
-        loop {
-            {
-                let mut st = self.state.borrow_mut();
-                if let Some(cache) = st.cache.as_mut() {
-                    if cache.index < cache.sizes.len() {
-                        let i = cache.index;
-                        cache.index += 1;
-                        if self.conn.event_taken(cache.epoch, cache.sizes[i]) {
-                            let array = js.deref(cache.array)?;
-                            return Ok(Next::Item(js.element(array, i as u32)?));
-                        }
-                    }
-                    // Done with this batch, or an overflow revoked it.
-                    let cache = st.cache.take().unwrap();
-                    js.delete_reference(cache.array);
-                }
+    /// The client's event iterator: made once (JavaScript, see `events.js`), then the same object.
+    fn event_stream(self: &Rc<Self>, js: Js) -> napi::Result<Value> {
+        let existing = self.state.borrow().stream;
+        if !existing.is_null() {
+            return js.deref(existing);
+        }
+        let source = js.string(include_str!("events.js").as_bytes())?;
+        let mut factory = ptr::null_mut();
+        crate::js::check(unsafe { sys::napi_run_script(js.0, source, &mut factory) })?;
+        let pull = js.function("pull", on_pull, Box::new(Rc::downgrade(self)))?;
+        let stop = js.function("stop", on_stop, Box::new(Rc::downgrade(self)))?;
+        let counters = Box::new(self.conn.event_counters());
+        let data = Arc::as_ptr(&counters) as *mut c_void;
+        unsafe extern "C" fn free_counters(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+            drop(unsafe { Box::from_raw(hint.cast::<Arc<koma_transport::connection::EventCounters>>()) });
+        }
+        let mut buffer = ptr::null_mut();
+        let hint = Box::into_raw(counters);
+        let status = unsafe {
+            sys::napi_create_external_arraybuffer(js.0, data, 12, Some(free_counters), hint.cast(), &mut buffer)
+        };
+        if status != sys::Status::napi_ok {
+            drop(unsafe { Box::from_raw(hint) });
+            return Err(napi::Error::from_reason("could not share the event counters"));
+        }
+        let undefined = js.undefined()?;
+        let made = js.call(factory, undefined, &[pull, stop, buffer])?;
+        let stream = js.get(made, "stream")?;
+        let settle = js.get(made, "settle")?;
+        let mut st = self.state.borrow_mut();
+        st.stream = js.reference(stream, 1)?;
+        st.settle = js.reference(settle, 1)?;
+        Ok(stream)
+    }
+
+    /// `pull()` for the iterator: a batch (an array, parsed by one JSON.parse),
+    /// the overflow report, `undefined` (nothing now; a wake will call
+    /// `settle`), or `null` (the end). Throws the fatal error after a failure.
+    fn pull(&self, js: Js) -> napi::Result<Value> {
+        match self.conn.take_events(true) {
+            Take::Batch { json, epoch, .. } => {
+                let array = self.parse_json(js, &json)?;
+                self.conn.event_counters().batch_epoch.store(epoch, std::sync::atomic::Ordering::Relaxed);
+                Ok(array)
             }
-            match self.conn.take_events(wait) {
-                Take::Batch { json, sizes, epoch } => {
-                    let array = self.parse_json(js, &json)?;
-                    drop(json);
-                    let array = js.reference(array, 1)?;
-                    self.state.borrow_mut().cache = Some(EventCache { array, sizes, index: 0, epoch });
-                }
-                Take::Overflow { dropped } => {
-                    let o = js.object()?;
-                    js.set(o, "type", js.string(b"overflow")?)?;
-                    js.set(o, "dropped", js.number(dropped as f64)?)?;
-                    return Ok(Next::Item(o));
-                }
-                Take::Empty => return Ok(Next::Wait),
-                Take::Ended(End::Finished) => return Ok(Next::Done),
-                Take::Ended(End::Failed(e)) => return Ok(Next::Fail(e)),
+            Take::Overflow { dropped } => {
+                let o = js.object()?;
+                js.set_named(o, c"type", js.string(b"overflow")?)?;
+                js.set_named(o, c"dropped", js.number(dropped as f64)?)?;
+                Ok(o)
+            }
+            Take::Empty => {
+                self.state.borrow_mut().events_waiting = true;
+                self.update_hold(js);
+                js.undefined()
+            }
+            Take::Ended(End::Finished) => {
+                let mut v = ptr::null_mut();
+                crate::js::check(unsafe { sys::napi_get_null(js.0, &mut v) })?;
+                Ok(v)
+            }
+            Take::Ended(End::Failed(e)) => {
+                let err = js.error(&e, None)?;
+                unsafe { sys::napi_throw(js.0, err) };
+                js.undefined()
             }
         }
     }
 
-    fn wait_for_event(&self, js: Js) -> napi::Result<Value> {
-        let (d, p) = js.promise()?;
-        self.state.borrow_mut().event_waiters.push_back(d);
-        self.update_hold(js);
-        Ok(p)
-    }
-
-    /// Hand buffered events to waiting `next()` calls.
+    /// Events are ready (or the end): let a waiting iterator take them.
     fn pump_events(&self, js: Js) -> napi::Result<()> {
-        while !self.state.borrow().event_waiters.is_empty() {
-            match self.take_event(js, true)? {
-                Next::Wait => break,
-                Next::Item(v) => {
-                    let d = self.state.borrow_mut().event_waiters.pop_front().unwrap();
-                    js.resolve(d, js.iter_result(v, false)?);
-                }
-                Next::Done => {
-                    let waiters: Vec<_> = self.state.borrow_mut().event_waiters.drain(..).collect();
-                    for d in waiters {
-                        js.resolve(d, js.iter_result(js.undefined()?, true)?);
-                    }
-                }
-                Next::Fail(e) => {
-                    let waiters: Vec<_> = self.state.borrow_mut().event_waiters.drain(..).collect();
-                    for d in waiters {
-                        js.reject(d, js.error(&e, None)?);
-                    }
-                }
+        let settle = {
+            let mut st = self.state.borrow_mut();
+            if !st.events_waiting {
+                return Ok(());
             }
+            st.events_waiting = false;
+            st.settle
+        };
+        let settle = js.deref(settle)?;
+        let undefined = js.undefined()?;
+        let r = js.call(settle, undefined, &[]);
+        if let Some(_exc) = js.take_exception() {
+            // settle never throws; a failure inside it is reported to the waiters
         }
-        Ok(())
+        r.map(|_| ())
     }
 
     /// Reject everything outstanding (after an internal error).
@@ -689,21 +657,15 @@ impl Ctx {
         // Re-arm the wake-up: later completions (close) must still arrive.
         let _ = self.conn.drain();
         let e = KomaError::new(ErrorCode::TransportFailure, why);
-        let (pending, waiters): (Vec<_>, Vec<_>) = {
-            let mut st = self.state.borrow_mut();
-            (st.pending.drain().map(|(_, p)| p).collect(), st.event_waiters.drain(..).collect())
-        };
+        let pending: Vec<_> = self.state.borrow_mut().pending.drain().map(|(_, p)| p).collect();
         for p in pending {
             if let Ok(err) = js.error(&e, None) {
                 js.reject(p.deferred, err);
             }
         }
-        for d in waiters {
-            if let Ok(err) = js.error(&e, None) {
-                js.reject(d, err);
-            }
-        }
         self.update_hold(js);
+        // The iterator learns it from the connection (it failed: kill_now above).
+        let _ = self.pump_events(js);
     }
 
     fn wake(&self, js: Js) -> napi::Result<()> {
@@ -747,6 +709,30 @@ unsafe fn on_abort_inner(env: sys::napi_env, info: sys::napi_callback_info) -> s
             }
         }
     }
+    js.undefined().unwrap_or(ptr::null_mut())
+}
+
+unsafe extern "C" fn on_pull(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let js = Js(env);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let ctx = unsafe { callback_data::<std::rc::Weak<Ctx>>(env, info) }?.upgrade()?;
+        ctx.pull(js).ok()
+    }));
+    match result {
+        Ok(Some(v)) => v,
+        _ => js.undefined().unwrap_or(ptr::null_mut()),
+    }
+}
+
+unsafe extern "C" fn on_stop(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    let js = Js(env);
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Some(ctx) = unsafe { callback_data::<std::rc::Weak<Ctx>>(env, info) }.and_then(|w| w.upgrade()) {
+            ctx.conn.unwant_events();
+            ctx.state.borrow_mut().events_waiting = false;
+            ctx.update_hold(js);
+        }
+    }));
     js.undefined().unwrap_or(ptr::null_mut())
 }
 

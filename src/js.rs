@@ -20,6 +20,15 @@ macro_rules! ok {
     }};
 }
 
+/// A Node-API status as a result.
+pub fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(napi::Status::from(status), "Node-API call failed"))
+    }
+}
+
 #[derive(Clone, Copy)]
 pub struct Js(pub sys::napi_env);
 
@@ -202,14 +211,6 @@ impl Js {
             self.set(err, "remote", remote)?;
         }
         Ok(err)
-    }
-
-    /// `{ value, done }`, an iterator result.
-    pub fn iter_result(self, value: Value, done: bool) -> napi::Result<Value> {
-        let o = self.object()?;
-        self.set_named(o, c"value", value)?;
-        self.set_named(o, c"done", self.boolean(done)?)?;
-        Ok(o)
     }
 
     pub fn global(self) -> napi::Result<Value> {

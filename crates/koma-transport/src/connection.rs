@@ -160,6 +160,24 @@ struct Inner {
     stdout_end_tx: watch::Sender<bool>,
     stderr_end_tx: watch::Sender<bool>,
     closed_tx: watch::Sender<bool>,
+    /// Signalled when the binding drains: the reader, having woken the
+    /// JavaScript thread, reads on only once that wake was taken, so answers
+    /// that arrive meanwhile are read (and delivered) together.
+    drained: tokio::sync::Notify,
+    counters: Arc<EventCounters>,
+}
+
+/// Shared with the application's thread without a lock: the epoch of lent
+/// event batches (written here), and the running count of events the
+/// application has taken (written there). The binding hands this memory to
+/// JavaScript as an `Int32Array` of two elements.
+#[repr(C)]
+#[derive(Default)]
+pub struct EventCounters {
+    pub epoch: std::sync::atomic::AtomicU32,
+    pub taken: std::sync::atomic::AtomicU32,
+    /// The epoch of the batch last handed over (written and read on the application's thread).
+    pub batch_epoch: std::sync::atomic::AtomicU32,
 }
 
 /// One client's connection. Cheap to clone.
@@ -215,6 +233,8 @@ impl Connection {
                 stdout_end_tx: watch::channel(false).0,
                 stderr_end_tx: watch::channel(false).0,
                 closed_tx: watch::channel(false).0,
+                drained: tokio::sync::Notify::new(),
+                counters: Arc::new(EventCounters::default()),
             }),
         }
     }
@@ -364,21 +384,25 @@ impl Connection {
     pub fn drain(&self) -> Drained {
         let mut s = self.inner.lock();
         s.wake_scheduled = false;
-        Drained { completions: std::mem::take(&mut s.completions) }
+        let completions = std::mem::take(&mut s.completions);
+        drop(s);
+        self.inner.drained.notify_one();
+        Drained { completions }
     }
 
     /// Take what is waiting in the event buffer. If nothing is, and `wait`,
     /// the waker will be called when something is.
     pub fn take_events(&self, wait: bool) -> Take {
         let mut s = self.inner.lock();
+        s.events.settle(self.inner.counters.taken.load(std::sync::atomic::Ordering::Acquire));
         let t = s.events.take();
         s.events_wanted = wait && t == Take::Empty;
         t
     }
 
-    /// The application took one event of a lent batch. False: the batch was revoked by an overflow.
-    pub fn event_taken(&self, epoch: u64, frame_bytes: usize) -> bool {
-        self.inner.lock().events.taken(epoch, frame_bytes)
+    /// The counters the application updates as it takes events of a batch.
+    pub fn event_counters(&self) -> Arc<EventCounters> {
+        self.inner.counters.clone()
     }
 
     /// Stop wanting a wake for events.
@@ -869,7 +893,11 @@ impl Connection {
                     }
                     s.last_seq = Some(seq);
                     if let Some(e) = event {
-                        s.events.push(e);
+                        let counters = &self.inner.counters;
+                        s.events.settle(counters.taken.load(std::sync::atomic::Ordering::Acquire));
+                        if s.events.push(e) {
+                            counters.epoch.store(s.events.epoch(), std::sync::atomic::Ordering::Release);
+                        }
                     }
                 }
             }
@@ -1029,6 +1057,8 @@ fn route(line: crate::frame::Line<'_>) -> Routed {
 }
 
 const READ_CHUNK: usize = 256 * 1024;
+/// The longest the reader waits for the JavaScript thread to take a wake.
+const READ_PAUSE: Duration = Duration::from_millis(5);
 
 async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) {
     let mut splitter = LineSplitter::new();
@@ -1069,6 +1099,12 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
         if conn.apply(frames).is_err() {
             conn.inner.stdout_end_tx.send_replace(true);
             return;
+        }
+        // While the JavaScript thread has not taken the last wake, more
+        // answers can pile up in the pipe and be read in one go. Bounded, so
+        // the reader never depends on the JavaScript thread to make progress.
+        if conn.inner.lock().wake_scheduled {
+            let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
         }
     };
     match end {

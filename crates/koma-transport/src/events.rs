@@ -39,7 +39,7 @@ pub enum End {
 #[derive(Debug, PartialEq)]
 pub enum Take {
     /// A batch of events: their JSON joined as one array, and each one's frame size.
-    Batch { json: Vec<u8>, sizes: Vec<usize>, epoch: u64 },
+    Batch { json: Vec<u8>, count: usize, epoch: u32 },
     /// The one overflow report.
     Overflow { dropped: u64 },
     /// Nothing waiting now.
@@ -54,10 +54,12 @@ pub struct EventBuffer {
     /// Frames and bytes counted against the bound: queued here plus lent out.
     frames: usize,
     bytes: usize,
-    lent_frames: usize,
-    lent_bytes: usize,
+    /// Sizes of the events lent out and not yet taken, in order.
+    lent: VecDeque<usize>,
+    /// The application's running count of events taken (see [`EventBuffer::settle`]).
+    settled: u32,
     /// Bumped when an overflow revokes what was lent.
-    epoch: u64,
+    epoch: u32,
     paused: bool,
     dropped: u64,
     end: Option<End>,
@@ -80,8 +82,8 @@ impl EventBuffer {
             queue: VecDeque::new(),
             frames: 0,
             bytes: 0,
-            lent_frames: 0,
-            lent_bytes: 0,
+            lent: VecDeque::new(),
+            settled: 0,
             epoch: 0,
             paused: false,
             dropped: 0,
@@ -128,9 +130,8 @@ impl EventBuffer {
             self.queue.push_back(Item::Overflow);
             self.frames = 0;
             self.bytes = 0;
-            self.lent_frames = 0;
-            self.lent_bytes = 0;
-            self.epoch += 1;
+            self.lent.clear();
+            self.epoch = self.epoch.wrapping_add(1);
             self.paused = true;
             return true;
         }
@@ -141,7 +142,7 @@ impl EventBuffer {
     }
 
     /// Hand the application what is waiting: a batch of events up to
-    /// [`BATCH_BYTES`] (still counted until [`EventBuffer::taken`]), or the
+    /// [`BATCH_BYTES`] (still counted until [`EventBuffer::settle`]), or the
     /// overflow report (which ends the pause), or the end.
     pub fn take(&mut self) -> Take {
         match self.queue.front() {
@@ -153,23 +154,22 @@ impl EventBuffer {
             }
             Some(Item::Event(_)) => {
                 let mut json = Vec::with_capacity(BATCH_BYTES.min(self.bytes + 64));
-                let mut sizes = Vec::new();
+                let mut count = 0;
                 json.push(b'[');
                 while let Some(Item::Event(e)) = self.queue.front() {
-                    if !sizes.is_empty() && json.len() + e.json.len() > BATCH_BYTES {
+                    if count > 0 && json.len() + e.json.len() > BATCH_BYTES {
                         break;
                     }
                     let Some(Item::Event(e)) = self.queue.pop_front() else { unreachable!() };
-                    if !sizes.is_empty() {
+                    if count > 0 {
                         json.push(b',');
                     }
                     json.extend_from_slice(&e.json);
-                    sizes.push(e.frame_bytes);
-                    self.lent_frames += 1;
-                    self.lent_bytes += e.frame_bytes;
+                    self.lent.push_back(e.frame_bytes);
+                    count += 1;
                 }
                 json.push(b']');
-                Take::Batch { json, sizes, epoch: self.epoch }
+                Take::Batch { json, count, epoch: self.epoch }
             }
             None => match &self.end {
                 Some(end) => Take::Ended(end.clone()),
@@ -178,22 +178,23 @@ impl EventBuffer {
         }
     }
 
-    /// The application took one event of a batch lent under `epoch`.
-    /// Returns false if an overflow revoked that batch (the rest must be discarded).
-    pub fn taken(&mut self, epoch: u64, frame_bytes: usize) -> bool {
-        if epoch != self.epoch {
-            return false;
+    /// The application has taken `taken_total` events in all (a running,
+    /// wrapping count it keeps itself, counting only events of the current
+    /// epoch): what it took of the lent batches stops counting against the bound.
+    pub fn settle(&mut self, taken_total: u32) {
+        let mut n = taken_total.wrapping_sub(self.settled);
+        self.settled = taken_total;
+        while n > 0 {
+            let Some(size) = self.lent.pop_front() else { break };
+            self.frames -= 1;
+            self.bytes -= size;
+            n -= 1;
         }
-        self.lent_frames -= 1;
-        self.lent_bytes -= frame_bytes;
-        self.frames -= 1;
-        self.bytes -= frame_bytes;
-        true
     }
 
-    /// Is a batch lent under `epoch` still good?
-    pub fn is_current(&self, epoch: u64) -> bool {
-        epoch == self.epoch
+    /// The epoch lent batches belong to; an overflow bumps it (revoking them).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
     }
 
     /// No more events will come; what is queued is still delivered first.
@@ -238,22 +239,25 @@ mod tests {
         for i in 0..200 {
             b.push(ev(i));
         }
-        let Take::Batch { json, sizes, epoch } = b.take() else { panic!() };
-        assert_eq!(sizes.len(), 200);
+        let Take::Batch { json, count, epoch } = b.take() else { panic!() };
+        assert_eq!(count, 200);
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(parsed.as_array().unwrap().len(), 200);
         assert_eq!(b.counted_frames(), 200, "lent, not yet taken");
-        for _ in 0..50 {
-            assert!(b.taken(epoch, 100));
-        }
+        b.settle(50);
         assert_eq!(b.counted_frames(), 150);
+        assert_eq!(b.counted_bytes(), 150 * 100);
         for i in 0..106 {
             assert!(!b.push(ev(i)));
         }
         assert!(b.push(ev(0)), "150 lent + 106 queued + 1 is over 256");
-        assert!(!b.taken(epoch, 100), "the lent batch was revoked");
-        assert!(!b.is_current(epoch));
+        assert_ne!(b.epoch(), epoch, "the lent batch was revoked");
+        b.settle(51); // a late count for a revoked batch changes nothing
+        assert_eq!(b.counted_frames(), 0);
         assert_eq!(b.take(), Take::Overflow { dropped: 257 });
+        b.push(ev(1));
+        b.settle(51);
+        assert_eq!(b.counted_frames(), 1);
     }
 
     #[test]
@@ -273,11 +277,11 @@ mod tests {
             b.push(BufferedEvent { json: vec![b'7'; 64 * 1024], frame_bytes: 65_600 });
         }
         b.end(End::Finished);
-        let Take::Batch { sizes, .. } = b.take() else { panic!() };
-        assert_eq!(sizes.len(), 15);
-        let mut n = sizes.len();
-        while let Take::Batch { sizes, .. } = b.take() {
-            n += sizes.len();
+        let Take::Batch { count, .. } = b.take() else { panic!() };
+        assert_eq!(count, 15);
+        let mut n = count;
+        while let Take::Batch { count, .. } = b.take() {
+            n += count;
         }
         assert_eq!(n, 40);
         assert_eq!(b.take(), Take::Ended(End::Finished));

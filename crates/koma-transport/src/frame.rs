@@ -107,7 +107,10 @@ impl LineSplitter {
                         on_line(Line::Borrowed(line))?;
                     } else {
                         if self.partial.len() + head.len() > PARTIAL_LIMIT {
-                            return Err(too_large(oversize(&self.partial)));
+                            // Quote the line's start, whatever the chunking.
+                            let mut start = self.partial[..self.partial.len().min(256)].to_vec();
+                            start.extend_from_slice(&head[..head.len().min(256 - start.len())]);
+                            return Err(too_large(oversize(&start)));
                         }
                         self.append(head);
                         let mut line = std::mem::take(&mut self.partial);
