@@ -1059,6 +1059,9 @@ fn route(line: crate::frame::Line<'_>) -> Routed {
 const READ_CHUNK: usize = 256 * 1024;
 /// The longest the reader waits for the JavaScript thread to take a wake.
 const READ_PAUSE: Duration = Duration::from_millis(5);
+/// Only a small read (a trickle of answers) makes the reader wait; a large
+/// one means data is streaming, and the pipe must keep draining.
+const READ_PAUSE_BELOW: usize = 16 * 1024;
 
 async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) {
     let mut splitter = LineSplitter::new();
@@ -1101,9 +1104,10 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
             return;
         }
         // While the JavaScript thread has not taken the last wake, more
-        // answers can pile up in the pipe and be read in one go. Bounded, so
-        // the reader never depends on the JavaScript thread to make progress.
-        if conn.inner.lock().wake_scheduled {
+        // answers can pile up in the pipe and be read in one go (small reads
+        // only). Bounded, so the reader never depends on the JavaScript
+        // thread to make progress.
+        if n < READ_PAUSE_BELOW && conn.inner.lock().wake_scheduled {
             let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
         }
     };
