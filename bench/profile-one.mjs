@@ -1,6 +1,9 @@
 // One side, one workload, repeated: a target for profilers.
 //   node [--perf-basic-prof | --cpu-prof] bench/profile-one.mjs addon|js w1|w2|w3|w4|w5|w6 [repeats]
-//   perf record -F 1999 -g -o /tmp/koma.perf -- node --perf-basic-prof bench/profile-one.mjs addon w1 3
+//   cd /tmp && perf record -F 999 --call-graph dwarf,16384 -o /tmp/koma.perf -- \
+//     node --perf-basic-prof /work/main/bench/profile-one.mjs addon w1 1
+//   perf script -i /tmp/koma.perf | node /work/main/bench/perf-buckets.mjs --hz 999 --per 400000
+// (run it from /tmp: --perf-basic-prof leaves an isolate-*-v8.log in the working directory)
 // Prints what run.mjs prints for each run (rate, CPU per thread group).
 process.env.KOMA_BENCH_PROFILE = "1";
 const [side, key, repeats = "3"] = process.argv.slice(2);

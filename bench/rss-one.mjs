@@ -27,10 +27,12 @@ try {
   const rssBefore = process.memoryUsage().rss;
   const maxRssBefore = process.resourceUsage().maxRSS * 1024;
   const cpu0 = process.cpuUsage();
+  const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   const r = await client.request("bench_blob", { bytes: blobBytes });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const jsBusy = performance.eventLoopUtilization(elu0).active / 1000;
   const maxRssAfter = process.resourceUsage().maxRSS * 1024;
   const ok = typeof r?.blob === "string" && r.blob.length === blobBytes;
   out = {
@@ -38,6 +40,7 @@ try {
     ok,
     seconds,
     cpu: (cpu.user + cpu.system) / 1e6,
+    jsBusy,
     blobBytes,
     rssBefore,
     maxRssBefore,

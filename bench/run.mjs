@@ -201,7 +201,9 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
   const elu = performance.eventLoopUtilization(elu0);
   const accounted = received + dropped === total && answered === total && textBytes === received * bytes;
   return {
-    ok: accounted && (SMOKE || overflows === 0),
+    // An overflow is a result (the goal says none), not a broken run: the
+    // run counts as long as every event is accounted for.
+    ok: accounted,
     seconds, units: received, rate: received / seconds, elu: elu.utilization, overflows, dropped,
     detail: `${overflows} overflow(s), ${dropped} dropped${accounted ? "" : `; accounting off: received ${received} + dropped ${dropped} of ${total}, answered ${answered}`}`,
   };
@@ -267,6 +269,7 @@ function runBlobChild(side, { bytes }) {
         growth: r.growth,
         frame,
         cpuSelf: r.cpu,
+        jsBusy: r.jsBusy,
         detail: r.ok ? "" : r.error ?? "wrong blob",
       });
     });
@@ -519,8 +522,8 @@ async function main() {
     for (let i = 0; i < pairs; i++) {
       for (const side of SIDES) {
         const r = await w.run(side, P);
-        const shown = w.kind === "elu" ? `busy ${(r.elu * 100).toFixed(1)}% ${fmtRate(r.rate)}`
-          : w.kind === "blob" ? `${fmtS(r.seconds)} RSS +${fmtMiB(r.growth)}`
+        const shown = w.kind === "elu" ? `busy ${(r.elu * 100).toFixed(1)}% ${fmtRate(r.rate)}${r.overflows ? " OVERFLOWED" : ""}`
+          : w.kind === "blob" ? `${fmtS(r.seconds)} (JS thread busy ${fmtS(r.jsBusy)}) RSS +${fmtMiB(r.growth)}`
             : `${fmtRate(r.rate)} in ${fmtS(r.seconds)}`;
         console.log(`  ${SIDE_NAME[side].padEnd(7)} #${i + 1}: ${r.ok ? shown : "FAILED"}${r.detail ? ` (${r.detail})` : ""}${Number.isFinite(r.cpuSelf) ? `; cpu ${fmtCpu(r)}` : ""}`);
         if (!r.ok) fail(`${w.key} ${side} #${i + 1}: ${r.detail}`);

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::child::{self, ExitInfo, LaunchOptions, ProcessControl};
 use crate::error::{ErrorCode, KomaError, RemoteError};
-use crate::events::{BufferedEvent, End, EventBuffer, Take};
+use crate::events::{End, EventBuffer, Take};
 use crate::frame::{classify, Frame, LineSplitter, ResponseBody, Violation};
 use crate::hello::{self, Hello};
 use crate::lifecycle::Lifecycle;
@@ -895,7 +895,8 @@ impl Connection {
                     if let Some(e) = event {
                         let counters = &self.inner.counters;
                         s.events.settle(counters.taken.load(std::sync::atomic::Ordering::Acquire));
-                        if s.events.push(e) {
+                        let len = e.data.range.len() + e.name.len() + 48;
+                        if s.events.push_with(e.frame_bytes, len, |out| e.write(seq, out)) {
                             counters.epoch.store(s.events.epoch(), std::sync::atomic::Ordering::Release);
                         }
                     }
@@ -999,6 +1000,26 @@ fn trace(dir: &str, bytes: &[u8]) {
     eprintln!("[koma-sdk] {dir} {}{more}", crate::quote::escape_text(&String::from_utf8_lossy(shown), false));
 }
 
+/// A catalog event: its name, its `data` as raw JSON, and the frame's size.
+struct RoutedEvent {
+    name: &'static str,
+    data: RawJson,
+    frame_bytes: usize,
+}
+
+impl RoutedEvent {
+    /// `{"type":"event","seq":N,"name":"...","data":...}`, what the application gets.
+    fn write(&self, seq: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"type\":\"event\",\"seq\":");
+        out.extend_from_slice(seq.to_string().as_bytes());
+        out.extend_from_slice(b",\"name\":\"");
+        out.extend_from_slice(self.name.as_bytes());
+        out.extend_from_slice(b"\",\"data\":");
+        out.extend_from_slice(self.data.text());
+        out.push(b'}');
+    }
+}
+
 enum RoutedBody {
     Result(RawJson),
     Error(RemoteError),
@@ -1008,7 +1029,7 @@ enum Routed {
     Hello(Vec<u8>),
     Response { id: String, body: RoutedBody },
     /// `event` is `None` for a name outside the catalog (sequence-checked, then ignored).
-    Event { seq: u64, event: Option<BufferedEvent> },
+    Event { seq: u64, event: Option<RoutedEvent> },
     Violation(Violation),
 }
 
@@ -1017,7 +1038,7 @@ impl Routed {
         match self {
             Routed::Hello(l) => l,
             Routed::Response { body: RoutedBody::Result(r), .. } => r.text(),
-            Routed::Event { event: Some(e), .. } => &e.json,
+            Routed::Event { event: Some(e), .. } => e.data.text(),
             _ => b"",
         }
     }
@@ -1039,17 +1060,13 @@ fn route(line: crate::frame::Line<'_>) -> Routed {
             Routed::Response { id, body }
         }
         Ok(Frame::Event { seq, name, data }) => {
+            let frame_bytes = bytes.len();
             let event = name.map(|name| {
-                let data = &bytes[data];
-                let mut json = Vec::with_capacity(data.len() + name.len() + 48);
-                json.extend_from_slice(b"{\"type\":\"event\",\"seq\":");
-                json.extend_from_slice(seq.to_string().as_bytes());
-                json.extend_from_slice(b",\"name\":\"");
-                json.extend_from_slice(name.as_bytes());
-                json.extend_from_slice(b"\",\"data\":");
-                json.extend_from_slice(data);
-                json.push(b'}');
-                BufferedEvent { json, frame_bytes: bytes.len() }
+                let data = match line {
+                    crate::frame::Line::Owned(v) => RawJson { bytes: v, range: data },
+                    crate::frame::Line::Borrowed(b) => RawJson::from_slice(&b[data]),
+                };
+                RoutedEvent { name, data, frame_bytes }
             });
             Routed::Event { seq, event }
         }
@@ -1225,7 +1242,9 @@ mod tests {
     fn route_builds_the_application_event() {
         let line = br#"{"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"},"extra":1}"#;
         let Routed::Event { seq: 3, event: Some(e) } = route(crate::frame::Line::Borrowed(line)) else { panic!() };
-        let v: serde_json::Value = serde_json::from_slice(&e.json).unwrap();
+        let mut json = Vec::new();
+        e.write(3, &mut json);
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v, serde_json::json!({"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"}}));
         assert_eq!(e.frame_bytes, line.len());
     }

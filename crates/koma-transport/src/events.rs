@@ -20,9 +20,17 @@ pub struct BufferedEvent {
     pub frame_bytes: usize,
 }
 
+/// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
+/// the closing bracket), so handing them over is a move, not a copy.
+#[derive(Debug)]
+struct Segment {
+    json: Vec<u8>,
+    sizes: Vec<usize>,
+}
+
 #[derive(Debug)]
 enum Item {
-    Event(BufferedEvent),
+    Events(Segment),
     Overflow,
 }
 
@@ -117,6 +125,13 @@ impl EventBuffer {
 
     /// Offer one sequence-checked event. Returns true if it overflowed now.
     pub fn push(&mut self, event: BufferedEvent) -> bool {
+        self.push_with(event.frame_bytes, event.json.len(), |out| out.extend_from_slice(&event.json))
+    }
+
+    /// Offer one sequence-checked event of `frame_bytes`, whose JSON for the
+    /// application (about `len` bytes) `write` appends to the batch.
+    /// Returns true if it overflowed now.
+    pub fn push_with(&mut self, frame_bytes: usize, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
         if self.end.is_some() {
             return false;
         }
@@ -124,7 +139,7 @@ impl EventBuffer {
             self.dropped += 1;
             return false;
         }
-        if self.frames + 1 > self.max_frames || self.bytes + event.frame_bytes > self.max_bytes {
+        if self.frames + 1 > self.max_frames || self.bytes + frame_bytes > self.max_bytes {
             self.dropped += self.frames as u64 + 1;
             self.queue.clear();
             self.queue.push_back(Item::Overflow);
@@ -136,12 +151,24 @@ impl EventBuffer {
             return true;
         }
         self.frames += 1;
-        self.bytes += event.frame_bytes;
-        self.queue.push_back(Item::Event(event));
+        self.bytes += frame_bytes;
+        let fits = matches!(self.queue.back(), Some(Item::Events(seg)) if seg.json.len() + len < BATCH_BYTES);
+        if !fits {
+            // Room for the whole batch and its closing bracket; pages not written cost nothing.
+            let mut json = Vec::with_capacity((BATCH_BYTES + 64).max(len + 2));
+            json.push(b'[');
+            self.queue.push_back(Item::Events(Segment { json, sizes: Vec::new() }));
+        }
+        let Some(Item::Events(seg)) = self.queue.back_mut() else { unreachable!() };
+        if !seg.sizes.is_empty() {
+            seg.json.push(b',');
+        }
+        write(&mut seg.json);
+        seg.sizes.push(frame_bytes);
         false
     }
 
-    /// Hand the application what is waiting: a batch of events up to
+    /// Hand the application what is waiting: a batch of events up to about
     /// [`BATCH_BYTES`] (still counted until [`EventBuffer::settle`]), or the
     /// overflow report (which ends the pause), or the end.
     pub fn take(&mut self) -> Take {
@@ -152,24 +179,12 @@ impl EventBuffer {
                 let dropped = std::mem::take(&mut self.dropped);
                 Take::Overflow { dropped }
             }
-            Some(Item::Event(_)) => {
-                let mut json = Vec::with_capacity(BATCH_BYTES.min(self.bytes + 64));
-                let mut count = 0;
-                json.push(b'[');
-                while let Some(Item::Event(e)) = self.queue.front() {
-                    if count > 0 && json.len() + e.json.len() > BATCH_BYTES {
-                        break;
-                    }
-                    let Some(Item::Event(e)) = self.queue.pop_front() else { unreachable!() };
-                    if count > 0 {
-                        json.push(b',');
-                    }
-                    json.extend_from_slice(&e.json);
-                    self.lent.push_back(e.frame_bytes);
-                    count += 1;
-                }
-                json.push(b']');
-                Take::Batch { json, count, epoch: self.epoch }
+            Some(Item::Events(_)) => {
+                let Some(Item::Events(mut seg)) = self.queue.pop_front() else { unreachable!() };
+                seg.json.push(b']');
+                let count = seg.sizes.len();
+                self.lent.extend(seg.sizes);
+                Take::Batch { json: seg.json, count, epoch: self.epoch }
             }
             None => match &self.end {
                 Some(end) => Take::Ended(end.clone()),
