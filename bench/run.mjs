@@ -360,7 +360,7 @@ const WORKLOADS = [
     kind: "rate", goal: 1.0,
   },
   {
-    key: "w5", name: "one 40 MiB response (fresh process each)",
+    key: "w5", name: "one big response (fresh process each)",
     size: (p) => `frame ${(p.blob.bytes + BLOB_OVERHEAD - 1).toLocaleString("en")} B`,
     run: (side, p) => runBlobChild(side, p.blob), warm: null,
     kind: "blob", goal: 1.2, rssGoal: 2.5,

@@ -917,6 +917,40 @@ impl Connection {
         }
     }
 
+    /// Before events that would overflow the buffer: if the application is
+    /// taking events right now, give it a moment (bounded) to make room, so a
+    /// burst is not dropped while it is being read. The frames wait in the
+    /// pipe meanwhile; a consumer that stalls still gets the overflow.
+    async fn wait_for_room(&self, frames: &[Routed]) {
+        let incoming = frames.iter().filter(|f| matches!(f, Routed::Event { event: Some(_), .. })).count();
+        if incoming == 0 {
+            return;
+        }
+        let taken = || self.inner.counters.taken.load(std::sync::atomic::Ordering::Acquire);
+        let mut last = taken();
+        let mut idle = 0;
+        for _ in 0..ROOM_WAIT_STEPS {
+            {
+                let mut s = self.inner.lock();
+                s.events.settle(last);
+                if s.events.is_paused() || s.events.counted_frames() + incoming <= crate::MAX_BUFFERED_EVENTS {
+                    return;
+                }
+            }
+            tokio::time::sleep(ROOM_WAIT_STEP).await;
+            let now = taken();
+            if now == last {
+                idle += 1;
+                if idle >= ROOM_IDLE_STEPS {
+                    return; // not consuming: the overflow is the answer
+                }
+            } else {
+                idle = 0;
+                last = now;
+            }
+        }
+    }
+
     fn fail_with_stderr(&self, e: KomaError) {
         let msg = self.with_stderr_tail(e.message);
         self.fail(KomaError { message: msg, ..e });
@@ -1076,6 +1110,12 @@ fn route(line: crate::frame::Line<'_>) -> Routed {
 const READ_CHUNK: usize = 256 * 1024;
 /// The longest the reader waits for the JavaScript thread to take a wake.
 const READ_PAUSE: Duration = Duration::from_millis(5);
+/// How long, in steps, the reader gives a consuming application to make room
+/// in the event buffer before an overflow (see `wait_for_room`).
+const ROOM_WAIT_STEP: Duration = Duration::from_millis(1);
+const ROOM_WAIT_STEPS: usize = 100;
+/// Steps without one event taken after which the application counts as not consuming.
+const ROOM_IDLE_STEPS: usize = 10;
 /// Only a small read (a trickle of answers) makes the reader wait; a large
 /// one means data is streaming, and the pipe must keep draining.
 const READ_PAUSE_BELOW: usize = 16 * 1024;
@@ -1116,6 +1156,7 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
         if let Err(Some(v)) = fed {
             frames.push(Routed::Violation(v));
         }
+        conn.wait_for_room(&frames).await;
         if conn.apply(frames).is_err() {
             conn.inner.stdout_end_tx.send_replace(true);
             return;
