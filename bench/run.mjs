@@ -99,6 +99,7 @@ async function eventsWorkload(c, { count, bytes, total }) {
     }
   };
   issue();
+  const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   for await (const e of c.events()) {
     if (e.type === "event") {
@@ -115,10 +116,11 @@ async function eventsWorkload(c, { count, bytes, total }) {
   }
   await Promise.all(answers);
   const seconds = (performance.now() - t0) / 1000;
+  const elu = performance.eventLoopUtilization(elu0).utilization;
   const n = windows * count;
   const ok = overflows === 0 && seqErrors === 0 && answered === windows && textBytes === n * bytes;
   return {
-    ok, seconds, units: n, rate: n / seconds, mbps: (n * bytes) / seconds / 1e6,
+    ok, seconds, units: n, rate: n / seconds, mbps: (n * bytes) / seconds / 1e6, elu,
     detail: ok ? "" : `overflows ${overflows}, seq errors ${seqErrors}, answered ${answered}/${windows}, text ${textBytes}/${n * bytes}`,
   };
 }
@@ -524,7 +526,7 @@ async function main() {
         const r = await w.run(side, P);
         const shown = w.kind === "elu" ? `busy ${(r.elu * 100).toFixed(1)}% ${fmtRate(r.rate)}${r.overflows ? " OVERFLOWED" : ""}`
           : w.kind === "blob" ? `${fmtS(r.seconds)} (JS thread busy ${fmtS(r.jsBusy)}) RSS +${fmtMiB(r.growth)}`
-            : `${fmtRate(r.rate)} in ${fmtS(r.seconds)}`;
+            : `${fmtRate(r.rate)} in ${fmtS(r.seconds)}${Number.isFinite(r.elu) ? `, JS thread busy ${(r.elu * 100).toFixed(0)}%` : ""}`;
         console.log(`  ${SIDE_NAME[side].padEnd(7)} #${i + 1}: ${r.ok ? shown : "FAILED"}${r.detail ? ` (${r.detail})` : ""}${Number.isFinite(r.cpuSelf) ? `; cpu ${fmtCpu(r)}` : ""}`);
         if (!r.ok) fail(`${w.key} ${side} #${i + 1}: ${r.detail}`);
         else runs[side].push(r);
