@@ -87,15 +87,10 @@ impl Waker for JsWaker {
     }
 }
 
-enum Kind {
-    Request,
-    Probe,
-    Close,
-}
-
 struct PendingJs {
     deferred: sys::napi_deferred,
-    kind: Kind,
+    /// The call's name, for its `aborted` message.
+    what: String,
     /// (signal, listener) to remove once settled.
     abort: Option<(sys::napi_ref, sys::napi_ref)>,
 }
@@ -223,7 +218,7 @@ impl Client {
                 let v = self.ctx.parse_json(js, h.to_json().as_bytes())?;
                 js.resolved(v).map(Raw)
             }
-            Ok(Probe::Wait(token)) => self.ctx.track(js, token, Kind::Probe, opts, "probe").map(Raw),
+            Ok(Probe::Wait(token)) => self.ctx.track(js, token, opts, "probe").map(Raw),
         }
     }
 
@@ -336,7 +331,7 @@ impl Client {
             None => js.resolved(js.undefined()?).map(Raw),
             Some(token) => {
                 let opts = CallOpts { signal: None, timeout: None };
-                self.ctx.track(js, token, Kind::Close, opts, "close").map(Raw)
+                self.ctx.track(js, token, opts, "close").map(Raw)
             }
         }
     }
@@ -366,7 +361,7 @@ impl Client {
         };
         match self.ctx.conn.request(method, params_json.as_deref(), opts.timeout) {
             Err(e) => js.rejected(&e).map(Raw),
-            Ok(token) => self.ctx.track(js, token, Kind::Request, opts, method).map(Raw),
+            Ok(token) => self.ctx.track(js, token, opts, method).map(Raw),
         }
     }
 }
@@ -395,10 +390,14 @@ impl Ctx {
     }
 
     fn parse_json(&self, js: Js, bytes: &[u8]) -> napi::Result<Value> {
+        self.parse_string(js, js.string(bytes)?)
+    }
+
+    /// `JSON.parse` of a JavaScript string.
+    fn parse_string(&self, js: Js, text: Value) -> napi::Result<Value> {
         let parse = js.deref(self.state.borrow().json_parse)?;
-        let s = js.string(bytes)?;
         let undefined = js.undefined()?;
-        js.call(parse, undefined, &[s])
+        js.call(parse, undefined, &[text])
     }
 
     /// `JSON.stringify(params)`; `undefined` gives no params.
@@ -425,7 +424,7 @@ impl Ctx {
     }
 
     /// Keep a promise for `token`; listen to the signal if there is one.
-    fn track(self: &Rc<Self>, js: Js, token: u64, kind: Kind, opts: CallOpts, _method: &str) -> napi::Result<Value> {
+    fn track(self: &Rc<Self>, js: Js, token: u64, opts: CallOpts, what: &str) -> napi::Result<Value> {
         let (deferred, promise) = js.promise()?;
         let mut abort = None;
         if let Some(signal) = opts.signal {
@@ -438,7 +437,7 @@ impl Ctx {
             js.call(add, signal, &[name, listener, once])?;
             abort = Some((js.reference(signal, 1)?, js.reference(listener, 1)?));
         }
-        self.state.borrow_mut().pending.insert(token, PendingJs { deferred, kind, abort });
+        self.state.borrow_mut().pending.insert(token, PendingJs { deferred, what: what.to_owned(), abort });
         self.update_hold(js);
         Ok(promise)
     }
@@ -492,14 +491,14 @@ impl Ctx {
         for c in completions {
             let Some(p) = self.state.borrow_mut().pending.remove(&c.token) else { continue };
             self.remove_listener(js, p.abort);
-            match (c.outcome, p.kind) {
-                (Outcome::Result(raw), _) => results.push((p.deferred, raw)),
-                (Outcome::Hello(h), _) => {
+            match c.outcome {
+                Outcome::Result(raw) => results.push((p.deferred, raw)),
+                Outcome::Hello(h) => {
                     let v = self.parse_json(js, h.to_json().as_bytes())?;
                     js.resolve(p.deferred, v);
                 }
-                (Outcome::Closed, _) => js.resolve(p.deferred, js.undefined()?),
-                (Outcome::Error(e), _) => {
+                Outcome::Closed => js.resolve(p.deferred, js.undefined()?),
+                Outcome::Error(e) => {
                     let parse = js.deref(self.state.borrow().json_parse).ok();
                     let err = js.error(&e, parse)?;
                     let _ = js.take_exception();
@@ -520,12 +519,9 @@ impl Ctx {
                 0 => Ok(()),
                 1 => {
                     let (d, raw) = group.pop().unwrap();
-                    let s = js.string(raw.text())?;
-                    drop(raw);
-                    let parse = js.deref(self.state.borrow().json_parse)?;
-                    let undefined = js.undefined()?;
-                    let v = js.call(parse, undefined, &[s])?;
-                    js.resolve(d, v);
+                    let text = js.string(raw.text())?;
+                    drop(raw); // a 40 MiB result is not held twice while it is parsed
+                    js.resolve(d, self.parse_string(js, text)?);
                     Ok(())
                 }
                 _ => {
@@ -654,8 +650,6 @@ impl Ctx {
     /// Reject everything outstanding (after an internal error).
     fn fail_all(&self, js: Js, why: &str) {
         self.conn.kill_now();
-        // Re-arm the wake-up: later completions (close) must still arrive.
-        let _ = self.conn.drain();
         let e = KomaError::new(ErrorCode::TransportFailure, why);
         let pending: Vec<_> = self.state.borrow_mut().pending.drain().map(|(_, p)| p).collect();
         for p in pending {
@@ -668,9 +662,9 @@ impl Ctx {
         let _ = self.pump_events(js);
     }
 
-    fn wake(&self, js: Js) -> napi::Result<()> {
-        let drained = self.conn.drain();
-        self.settle(js, drained.completions)?;
+    /// Deliver what one wake-up drained.
+    fn deliver(&self, js: Js, completions: Vec<Completion>) -> napi::Result<()> {
+        self.settle(js, completions)?;
         self.pump_events(js)?;
         self.update_hold(js);
         Ok(())
@@ -698,11 +692,7 @@ unsafe fn on_abort_inner(env: sys::napi_env, info: sys::napi_callback_info) -> s
             if let Some(p) = pending {
                 ctx.conn.abandon(data.token);
                 ctx.remove_listener(js, p.abort);
-                let what = match p.kind {
-                    Kind::Probe => "probe",
-                    _ => "the call",
-                };
-                if let Ok(err) = js.error(&aborted_error(what), None) {
+                if let Ok(err) = js.error(&aborted_error(&p.what), None) {
                     js.reject(p.deferred, err);
                 }
                 ctx.update_hold(js);
@@ -743,11 +733,13 @@ unsafe extern "C" fn on_wake(env: sys::napi_env, _js_cb: sys::napi_value, contex
     // SAFETY: `context` is the Rc<Ctx> given at creation, alive until finalize.
     let ctx = unsafe { &*(context as *const Ctx) };
     let js = Js(env);
+    // Draining first re-arms the wake-up, whatever happens while delivering.
+    let completions = ctx.conn.drain();
     let woke = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if test_panic("wake") {
             panic!("KOMA_SDK_TEST_PANIC=wake");
         }
-        ctx.wake(js)
+        ctx.deliver(js, completions)
     }));
     match woke {
         Ok(Ok(())) => {}
@@ -777,7 +769,7 @@ unsafe extern "C" fn finalize_tsfn(_env: sys::napi_env, data: *mut c_void, _hint
 }
 
 fn aborted_error(what: &str) -> KomaError {
-    KomaError::new(ErrorCode::Aborted, format!("{what} was aborted by its signal"))
+    KomaError::new(ErrorCode::Aborted, format!("`{what}` was aborted by its signal"))
 }
 
 fn signal_aborted(js: Js, opts: &CallOpts) -> napi::Result<bool> {

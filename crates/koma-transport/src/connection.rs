@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::child::{self, ExitInfo, LaunchOptions, ProcessControl};
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::events::{End, EventBuffer, Take};
-use crate::frame::{classify, Frame, LineSplitter, ResponseBody, Violation};
+use crate::frame::{classify, Frame, Line, LineSplitter, ResponseBody, Violation};
 use crate::hello::{self, Hello};
 use crate::lifecycle::Lifecycle;
 use crate::params;
@@ -191,11 +191,6 @@ pub enum Probe {
     Ready(Arc<Hello>),
     /// The hello will come as a completion for this token.
     Wait(u64),
-}
-
-/// What the binding gets when it drains.
-pub struct Drained {
-    pub completions: Vec<Completion>,
 }
 
 impl Connection {
@@ -381,13 +376,13 @@ impl Connection {
 
     /// Completions ready for the binding. Clears the wake flag: the next
     /// completion wakes again.
-    pub fn drain(&self) -> Drained {
+    pub fn drain(&self) -> Vec<Completion> {
         let mut s = self.inner.lock();
         s.wake_scheduled = false;
         let completions = std::mem::take(&mut s.completions);
         drop(s);
         self.inner.drained.notify_one();
-        Drained { completions }
+        completions
     }
 
     /// Take what is waiting in the event buffer. If nothing is, and `wait`,
@@ -680,7 +675,7 @@ impl Connection {
         });
     }
 
-    /// The end of stdout (or of reading it). `violation`: the reader stopped on a protocol error.
+    /// The end of stdout (or of reading it). `io_error`: reading stdout failed.
     async fn stdout_ended(&self, io_error: Option<std::io::Error>) {
         {
             let mut s = self.inner.lock();
@@ -817,7 +812,7 @@ impl Connection {
     }
 
     /// Apply the frames of one read, in order, under one lock.
-    fn apply(&self, frames: Vec<Routed>) -> Result<(), KomaError> {
+    fn apply(&self, frames: Vec<Routed<'_>>) -> Result<(), KomaError> {
         let mut s = self.inner.lock();
         let mut result = Ok(());
         for f in frames {
@@ -895,8 +890,8 @@ impl Connection {
                     if let Some(e) = event {
                         let counters = &self.inner.counters;
                         s.events.settle(counters.taken.load(std::sync::atomic::Ordering::Acquire));
-                        let len = e.data.range.len() + e.name.len() + 48;
-                        if s.events.push_with(e.frame_bytes, len, |out| e.write(seq, out)) {
+                        let len = e.data.len() + e.name.len() + 48;
+                        if s.events.push(e.frame_bytes(), len, |out| e.write(seq, out)) {
                             counters.epoch.store(s.events.epoch(), std::sync::atomic::Ordering::Release);
                         }
                     }
@@ -921,7 +916,7 @@ impl Connection {
     /// taking events right now, give it a moment (bounded) to make room, so a
     /// burst is not dropped while it is being read. The frames wait in the
     /// pipe meanwhile; a consumer that stalls still gets the overflow.
-    async fn wait_for_room(&self, frames: &[Routed]) {
+    async fn wait_for_room(&self, frames: &[Routed<'_>]) {
         let incoming = frames.iter().filter(|f| matches!(f, Routed::Event { event: Some(_), .. })).count();
         if incoming == 0 {
             return;
@@ -1034,23 +1029,29 @@ fn trace(dir: &str, bytes: &[u8]) {
     eprintln!("[koma-sdk] {dir} {}{more}", crate::quote::escape_text(&String::from_utf8_lossy(shown), false));
 }
 
-/// A catalog event: its name, its `data` as raw JSON, and the frame's size.
-struct RoutedEvent {
+/// A catalog event: its name, its line (borrowed from the read buffer when
+/// it lies within one read), the range of its `data`, and the frame's size.
+struct RoutedEvent<'c> {
     name: &'static str,
-    data: RawJson,
-    frame_bytes: usize,
+    line: Line<'c>,
+    data: Range<usize>,
 }
 
-impl RoutedEvent {
-    /// `{"type":"event","seq":N,"name":"...","data":...}`, what the application gets.
+impl RoutedEvent<'_> {
+    /// `{"type":"event","seq":N,"name":"...","data":...}`, what the
+    /// application gets, written straight into its batch.
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"type\":\"event\",\"seq\":");
         out.extend_from_slice(seq.to_string().as_bytes());
         out.extend_from_slice(b",\"name\":\"");
         out.extend_from_slice(self.name.as_bytes());
         out.extend_from_slice(b"\",\"data\":");
-        out.extend_from_slice(self.data.text());
+        out.extend_from_slice(&self.line.bytes()[self.data.clone()]);
         out.push(b'}');
+    }
+
+    fn frame_bytes(&self) -> usize {
+        self.line.bytes().len()
     }
 }
 
@@ -1059,50 +1060,44 @@ enum RoutedBody {
     Error(RemoteError),
 }
 
-enum Routed {
+/// One line of a read, classified. Lives until the read is applied, so an
+/// event that lies within the read buffer is never copied on its own.
+enum Routed<'c> {
     Hello(Vec<u8>),
     Response { id: String, body: RoutedBody },
     /// `event` is `None` for a name outside the catalog (sequence-checked, then ignored).
-    Event { seq: u64, event: Option<RoutedEvent> },
+    Event { seq: u64, event: Option<RoutedEvent<'c>> },
     Violation(Violation),
 }
 
-impl Routed {
+impl Routed<'_> {
     fn line_for_quote(&self) -> &[u8] {
         match self {
             Routed::Hello(l) => l,
             Routed::Response { body: RoutedBody::Result(r), .. } => r.text(),
-            Routed::Event { event: Some(e), .. } => e.data.text(),
+            Routed::Event { event: Some(e), .. } => e.line.bytes(),
             _ => b"",
         }
     }
 }
 
-fn route(line: crate::frame::Line<'_>) -> Routed {
-    let bytes = line.bytes();
-    match classify(bytes) {
+fn route(line: Line<'_>) -> Routed<'_> {
+    match classify(line.bytes()) {
         Err(v) => Routed::Violation(v),
         Ok(Frame::Hello) => Routed::Hello(line.into_owned()),
         Ok(Frame::Response { id, body }) => {
             let body = match body {
                 ResponseBody::Error(e) => RoutedBody::Error(e),
+                // An answer outlives the read: own it (the assembled line is moved, not copied).
                 ResponseBody::Result(range) => RoutedBody::Result(match line {
-                    crate::frame::Line::Owned(v) => RawJson { bytes: v, range },
-                    crate::frame::Line::Borrowed(b) => RawJson::from_slice(&b[range]),
+                    Line::Owned(v) => RawJson { bytes: v, range },
+                    Line::Borrowed(b) => RawJson::from_slice(&b[range]),
                 }),
             };
             Routed::Response { id, body }
         }
         Ok(Frame::Event { seq, name, data }) => {
-            let frame_bytes = bytes.len();
-            let event = name.map(|name| {
-                let data = match line {
-                    crate::frame::Line::Owned(v) => RawJson { bytes: v, range: data },
-                    crate::frame::Line::Borrowed(b) => RawJson::from_slice(&b[data]),
-                };
-                RoutedEvent { name, data, frame_bytes }
-            });
-            Routed::Event { seq, event }
+            Routed::Event { seq, event: name.map(|name| RoutedEvent { name, line, data }) }
         }
     }
 }
@@ -1282,11 +1277,11 @@ mod tests {
     #[test]
     fn route_builds_the_application_event() {
         let line = br#"{"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"},"extra":1}"#;
-        let Routed::Event { seq: 3, event: Some(e) } = route(crate::frame::Line::Borrowed(line)) else { panic!() };
+        let Routed::Event { seq: 3, event: Some(e) } = route(Line::Borrowed(line)) else { panic!() };
         let mut json = Vec::new();
         e.write(3, &mut json);
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v, serde_json::json!({"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"}}));
-        assert_eq!(e.frame_bytes, line.len());
+        assert_eq!(e.frame_bytes(), line.len());
     }
 }

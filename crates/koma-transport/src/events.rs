@@ -11,15 +11,6 @@ use std::collections::VecDeque;
 use crate::error::KomaError;
 use crate::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
 
-/// An event of the catalog, as the JSON the application receives.
-#[derive(Debug, Clone)]
-pub struct BufferedEvent {
-    /// `{"type":"event","seq":N,"name":"...","data":...}`
-    pub json: Vec<u8>,
-    /// Bytes of the frame's JSON text, as counted against the bound.
-    pub frame_bytes: usize,
-}
-
 /// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
 /// the closing bracket), so handing them over is a move, not a copy.
 #[derive(Debug)]
@@ -123,15 +114,10 @@ impl EventBuffer {
         self.end.is_some()
     }
 
-    /// Offer one sequence-checked event. Returns true if it overflowed now.
-    pub fn push(&mut self, event: BufferedEvent) -> bool {
-        self.push_with(event.frame_bytes, event.json.len(), |out| out.extend_from_slice(&event.json))
-    }
-
-    /// Offer one sequence-checked event of `frame_bytes`, whose JSON for the
-    /// application (about `len` bytes) `write` appends to the batch.
-    /// Returns true if it overflowed now.
-    pub fn push_with(&mut self, frame_bytes: usize, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+    /// Offer one sequence-checked event of `frame_bytes` (counted against the
+    /// bound), whose JSON for the application (about `len` bytes) `write`
+    /// appends to the batch. Returns true if it overflowed now.
+    pub fn push(&mut self, frame_bytes: usize, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
         if self.end.is_some() {
             return false;
         }
@@ -224,27 +210,32 @@ impl EventBuffer {
 mod tests {
     use super::*;
 
-    fn ev(n: usize) -> BufferedEvent {
-        BufferedEvent { json: format!("{{\"n\":{n}}}").into_bytes(), frame_bytes: 100 }
+    /// An event of `frame_bytes` whose JSON is `json`.
+    fn push(b: &mut EventBuffer, json: &[u8], frame_bytes: usize) -> bool {
+        b.push(frame_bytes, json.len(), |out| out.extend_from_slice(json))
+    }
+
+    fn ev(b: &mut EventBuffer, n: usize) -> bool {
+        push(b, format!("{{\"n\":{n}}}").as_bytes(), 100)
     }
 
     #[test]
     fn overflow_clears_pauses_and_reports_once() {
         let mut b = EventBuffer::default();
         for i in 0..256 {
-            assert!(!b.push(ev(i)));
+            assert!(!ev(&mut b, i));
         }
         assert_eq!(b.counted_frames(), 256);
-        assert!(b.push(ev(256)), "the 257th overflows");
+        assert!(ev(&mut b, 256), "the 257th overflows");
         assert_eq!(b.counted_frames(), 0);
         assert!(b.is_paused());
         for i in 0..10 {
-            assert!(!b.push(ev(i)), "paused: discarded, not a second report");
+            assert!(!ev(&mut b, i), "paused: discarded, not a second report");
         }
         assert_eq!(b.take(), Take::Overflow { dropped: 267 });
         assert!(!b.is_paused());
         assert_eq!(b.take(), Take::Empty);
-        b.push(ev(1));
+        ev(&mut b, 1);
         assert!(matches!(b.take(), Take::Batch { .. }));
     }
 
@@ -252,7 +243,7 @@ mod tests {
     fn lent_events_count_until_taken() {
         let mut b = EventBuffer::default();
         for i in 0..200 {
-            b.push(ev(i));
+            ev(&mut b, i);
         }
         let Take::Batch { json, count, epoch } = b.take() else { panic!() };
         assert_eq!(count, 200);
@@ -263,14 +254,14 @@ mod tests {
         assert_eq!(b.counted_frames(), 150);
         assert_eq!(b.counted_bytes(), 150 * 100);
         for i in 0..106 {
-            assert!(!b.push(ev(i)));
+            assert!(!ev(&mut b, i));
         }
-        assert!(b.push(ev(0)), "150 lent + 106 queued + 1 is over 256");
+        assert!(ev(&mut b, 0), "150 lent + 106 queued + 1 is over 256");
         assert_ne!(b.epoch(), epoch, "the lent batch was revoked");
         b.settle(51); // a late count for a revoked batch changes nothing
         assert_eq!(b.counted_frames(), 0);
         assert_eq!(b.take(), Take::Overflow { dropped: 257 });
-        b.push(ev(1));
+        ev(&mut b, 1);
         b.settle(51);
         assert_eq!(b.counted_frames(), 1);
     }
@@ -278,18 +269,17 @@ mod tests {
     #[test]
     fn byte_bound() {
         let mut b = EventBuffer::default();
-        let big = |n| BufferedEvent { json: vec![b'1'], frame_bytes: n };
-        assert!(!b.push(big(40 << 20)));
-        assert!(!b.push(big(24 << 20)));
+        assert!(!push(&mut b, b"1", 40 << 20));
+        assert!(!push(&mut b, b"1", 24 << 20));
         assert_eq!(b.counted_bytes(), 64 << 20);
-        assert!(b.push(big(1)));
+        assert!(push(&mut b, b"1", 1));
     }
 
     #[test]
     fn batches_are_capped_and_end_comes_after_the_queue() {
         let mut b = EventBuffer::default();
         for _ in 0..40 {
-            b.push(BufferedEvent { json: vec![b'7'; 64 * 1024], frame_bytes: 65_600 });
+            push(&mut b, &[b'7'; 64 * 1024], 65_600);
         }
         b.end(End::Finished);
         let Take::Batch { count, .. } = b.take() else { panic!() };

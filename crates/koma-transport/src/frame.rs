@@ -88,10 +88,10 @@ impl LineSplitter {
 
     /// Feed one read. Calls `on_line` for each complete line, in order; stops
     /// at the first error (from the size bound or from `on_line`).
-    pub fn feed<E>(
+    pub fn feed<'c, E>(
         &mut self,
-        mut chunk: &[u8],
-        mut on_line: impl FnMut(Line<'_>) -> Result<(), E>,
+        mut chunk: &'c [u8],
+        mut on_line: impl FnMut(Line<'c>) -> Result<(), E>,
         too_large: impl Fn(Violation) -> E,
     ) -> Result<(), E> {
         while !chunk.is_empty() {
