@@ -1,9 +1,35 @@
 // One large response in a fresh Node process, for a clean peak RSS:
 //   node bench/rss-one.mjs addon|js [blobBytes]
 // Prints one JSON line: the response's time, the frame's size, and the peak
-// RSS growth while it passed (resourceUsage().maxRSS after, minus the RSS
-// just before the request, after a gc).
+// RSS growth while it passed (the peak after, minus the RSS just before the
+// request, after a gc).
+//
+// The peak is this process's VmHWM, reset just before the request (Linux:
+// /proc/self/clear_refs). Not resourceUsage().maxRSS: Linux carries that
+// across fork and exec, so it starts at the RSS of the process that spawned
+// this one (the benchmark runner, hundreds of MiB after the event workloads).
+import { readFileSync, writeFileSync } from "node:fs";
 import { gc, makeClient } from "./common.mjs";
+
+/** Peak RSS in bytes since the last reset (VmHWM), or null where /proc has none. */
+function peakRss() {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reset the peak to the current RSS; false where that is not possible. */
+function resetPeak() {
+  try {
+    writeFileSync("/proc/self/clear_refs", "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const side = process.argv[2];
 if (side !== "addon" && side !== "js") {
@@ -25,7 +51,8 @@ try {
   gc();
   gc();
   const rssBefore = process.memoryUsage().rss;
-  const maxRssBefore = process.resourceUsage().maxRSS * 1024;
+  const resettable = resetPeak() && peakRss() !== null;
+  const maxRssBefore = resettable ? peakRss() : process.resourceUsage().maxRSS * 1024;
   const cpu0 = process.cpuUsage();
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
@@ -33,7 +60,7 @@ try {
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const jsBusy = performance.eventLoopUtilization(elu0).active / 1000;
-  const maxRssAfter = process.resourceUsage().maxRSS * 1024;
+  const maxRssAfter = resettable ? peakRss() : process.resourceUsage().maxRSS * 1024;
   const ok = typeof r?.blob === "string" && r.blob.length === blobBytes;
   out = {
     side,
@@ -45,6 +72,7 @@ try {
     rssBefore,
     maxRssBefore,
     maxRssAfter,
+    peakFrom: resettable ? "VmHWM reset before the request" : "resourceUsage().maxRSS (may include the parent's RSS)",
     growth: maxRssAfter - Math.max(rssBefore, 0),
   };
 } catch (e) {

@@ -166,6 +166,7 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
   let dropped = 0;
   let overflows = 0;
   let textBytes = 0;
+  let outstanding = 0;
   let timer;
   const answers = [];
   const elu0 = performance.eventLoopUtilization();
@@ -173,9 +174,13 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
   const tick = () => {
     const due = Math.min(total, Math.floor((rate * (performance.now() - t0)) / 1000));
     let burst = Math.min(due - requested, maxBurst);
-    while (burst > 0) {
+    // Never more requests in flight than the protocol's 64 (A.11): a tick
+    // that finds them all pending requests the rest on a later tick.
+    while (burst > 0 && outstanding < 60) {
       const n = Math.min(burst, perRequest);
+      outstanding++;
       answers.push(c.request("bench_events", { count: n, bytes }).then((r) => {
+        outstanding--;
         answered += r.count;
       }));
       requested += n;

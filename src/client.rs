@@ -19,6 +19,7 @@ use std::time::Duration;
 use koma_transport::child::LaunchOptions;
 use koma_transport::connection::{Probe, RawJson};
 use koma_transport::events::{End, Take};
+use koma_transport::lift::Step;
 use koma_transport::{Completion, Connection, ConnectionOptions, ErrorCode, KomaError, Outcome, Waker};
 use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, ValidateNapiValue};
 use napi::{sys, Env, JsValue, ValueType};
@@ -518,10 +519,11 @@ impl Ctx {
             match group.len() {
                 0 => Ok(()),
                 1 => {
-                    let (d, raw) = group.pop().unwrap();
-                    let text = js.string(raw.text())?;
-                    drop(raw); // a 40 MiB result is not held twice while it is parsed
-                    js.resolve(d, self.parse_string(js, text)?);
+                    let (d, RawJson { bytes, range, lifts }) = group.pop().unwrap();
+                    let text = js.string(&bytes[range])?;
+                    drop(bytes); // a large result is not held twice while it is parsed
+                    let value = self.parse_string(js, text)?;
+                    js.resolve(d, js.put_lifted(value, lifts)?);
                     Ok(())
                 }
                 _ => {
@@ -535,8 +537,9 @@ impl Ctx {
                     }
                     joined.push(b']');
                     let array = self.parse_json(js, &joined)?;
-                    for (i, (d, _)) in group.drain(..).enumerate() {
-                        js.resolve(d, js.element(array, i as u32)?);
+                    for (i, (d, raw)) in group.drain(..).enumerate() {
+                        let value = js.element(array, i as u32)?;
+                        js.resolve(d, js.put_lifted(value, raw.lifts)?);
                     }
                     Ok(())
                 }
@@ -594,13 +597,20 @@ impl Ctx {
         Ok(stream)
     }
 
-    /// `pull()` for the iterator: a batch (an array, parsed by one JSON.parse),
+    /// `pull()` for the iterator: a batch (a flat array `[seq, name, data, ...]`,
+    /// parsed by one JSON.parse),
     /// the overflow report, `undefined` (nothing now; a wake will call
     /// `settle`), or `null` (the end). Throws the fatal error after a failure.
     fn pull(&self, js: Js) -> napi::Result<Value> {
         match self.conn.take_events(true) {
-            Take::Batch { json, epoch, .. } => {
+            Take::Batch { json, epoch, lifts, .. } => {
                 let array = self.parse_json(js, &json)?;
+                drop(json);
+                // Event i's data is entry 3i + 2 of the flat batch (see events.js).
+                for (i, mut l) in lifts {
+                    l.path.insert(0, Step::Index(3 * i + 2));
+                    js.put_lifted(array, [l])?;
+                }
                 self.conn.event_counters().batch_epoch.store(epoch, std::sync::atomic::Ordering::Relaxed);
                 Ok(array)
             }

@@ -1,7 +1,8 @@
 // The event iterator's hot loop, in JavaScript: per event it is an array
-// index, a check of the overflow epoch and a count, with no call into the
-// addon. The addon is called once per batch (`pull`, which parses the whole
-// batch with one JSON.parse) and calls `settle` when events become ready.
+// index, a check of the overflow epoch, a count and the event object, with no
+// call into the addon. The addon is called once per batch (`pull`, which
+// parses the whole batch with one JSON.parse: a flat array of seq, name and
+// data for each event) and calls `settle` when events become ready.
 // shared: Int32Array [epoch (the reader's), taken (ours), batch epoch (pull's)].
 (function makeEventStream(pull, stop, counters) {
   "use strict";
@@ -19,7 +20,9 @@
       if (index < batch.length) {
         if (shared[0] === epoch) {
           shared[1] = (shared[1] + 1) | 0;
-          return { value: batch[index++], done: false };
+          const value = { type: "event", seq: batch[index], name: batch[index + 1], data: batch[index + 2] };
+          index += 3;
+          return { value, done: false };
         }
         batch = []; // an overflow revoked this batch
         index = 0;

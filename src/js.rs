@@ -2,9 +2,11 @@
 //! wake-up of the JavaScript thread, `JSON.parse` of a batch, coded errors.
 //! Everything here runs on the JavaScript thread of `env`.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::ptr;
+use std::sync::OnceLock;
 
+use koma_transport::lift::{Chars, LiftedString, Step};
 use koma_transport::KomaError;
 use napi::sys;
 
@@ -60,6 +62,98 @@ impl Js {
             ok!(unsafe { sys::napi_create_string_utf8(self.0, bytes.as_ptr().cast(), bytes.len() as isize, &mut v) });
         }
         Ok(v)
+    }
+
+    /// A lifted string as a JavaScript string: copied into V8's heap, or, at
+    /// [`EXTERNAL_MIN_BYTES`] and more where this Node has external strings,
+    /// left where it is (V8 frees it through `free_external` when done).
+    /// V8 is told of external strings' memory (so a stream of them leads to
+    /// collections instead of growth) and, later, of what was freed.
+    pub fn lifted_string(self, chars: Chars) -> napi::Result<Value> {
+        let len = chars.byte_len();
+        if len < EXTERNAL_MIN_BYTES {
+            return self.copied_string(&chars);
+        }
+        let (latin1, utf16) = *external_string_fns();
+        let mut v = ptr::null_mut();
+        let mut copied = false;
+        let status = match (&chars, latin1, utf16) {
+            (Chars::Latin1 { bytes, range }, Some(create), _) => {
+                let (at, n) = (bytes[range.clone()].as_ptr() as *mut c_char, range.len() as isize);
+                let hint = Box::into_raw(Box::new(chars));
+                // SAFETY: the characters stay where they are (owned by `hint`) until `free_external` runs.
+                let status = unsafe { create(self.0, at, n, Some(free_external), hint.cast(), &mut v, &mut copied) };
+                (status, hint)
+            }
+            (Chars::Utf16(units), _, Some(create)) => {
+                let (at, n) = (units.as_ptr() as *mut u16, units.len() as isize);
+                let hint = Box::into_raw(Box::new(chars));
+                // SAFETY: as above.
+                let status = unsafe { create(self.0, at, n, Some(free_external), hint.cast(), &mut v, &mut copied) };
+                (status, hint)
+            }
+            _ => return self.copied_string(&chars),
+        };
+        let (status, hint) = status;
+        if status != sys::Status::napi_ok {
+            // Not taken (the finalizer was not called): copy instead.
+            let chars = unsafe { Box::from_raw(hint) };
+            return self.copied_string(&chars);
+        }
+        if copied {
+            // Node copied after all and has already run the finalizer, which counted it as freed.
+            EXTERNAL_FREED.with(|f| f.set(f.get() - len as i64));
+        } else {
+            let freed = EXTERNAL_FREED.with(|f| f.take());
+            let mut total = 0;
+            unsafe { sys::napi_adjust_external_memory(self.0, len as i64 - freed, &mut total) };
+        }
+        Ok(v)
+    }
+
+    fn copied_string(self, chars: &Chars) -> napi::Result<Value> {
+        let mut v = ptr::null_mut();
+        match chars {
+            Chars::Latin1 { bytes, range } => {
+                ok!(unsafe { sys::napi_create_string_latin1(self.0, bytes[range.clone()].as_ptr().cast(), range.len() as isize, &mut v) })
+            }
+            Chars::Utf16(units) => {
+                ok!(unsafe { sys::napi_create_string_utf16(self.0, units.as_ptr(), units.len() as isize, &mut v) })
+            }
+        }
+        Ok(v)
+    }
+
+    /// Put lifted strings back at their paths in `root` (a parsed skeleton).
+    /// Returns the root, which a string with an empty path replaces.
+    pub fn put_lifted(self, mut root: Value, lifts: impl IntoIterator<Item = LiftedString>) -> napi::Result<Value> {
+        for l in lifts {
+            let s = self.lifted_string(l.chars)?;
+            let Some((last, init)) = l.path.split_last() else {
+                root = s;
+                continue;
+            };
+            let mut at = root;
+            for step in init {
+                let mut next = ptr::null_mut();
+                match step {
+                    Step::Index(i) => ok!(unsafe { sys::napi_get_element(self.0, at, *i, &mut next) }),
+                    Step::Key(k) => {
+                        let key = self.string(k.as_bytes())?;
+                        ok!(unsafe { sys::napi_get_property(self.0, at, key, &mut next) })
+                    }
+                }
+                at = next;
+            }
+            match last {
+                Step::Index(i) => ok!(unsafe { sys::napi_set_element(self.0, at, *i, s) }),
+                Step::Key(k) => {
+                    let key = self.string(k.as_bytes())?;
+                    ok!(unsafe { sys::napi_set_property(self.0, at, key, s) })
+                }
+            }
+        }
+        Ok(root)
     }
 
     pub fn object(self) -> napi::Result<Value> {
@@ -254,4 +348,50 @@ pub unsafe fn callback_data<T>(env: sys::napi_env, info: sys::napi_callback_info
         return None;
     }
     Some(unsafe { &*(data.cast::<T>()) })
+}
+
+type Finalize = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
+type CreateExternalLatin1 =
+    unsafe extern "C" fn(sys::napi_env, *mut c_char, isize, Option<Finalize>, *mut c_void, *mut Value, *mut bool) -> sys::napi_status;
+type CreateExternalUtf16 =
+    unsafe extern "C" fn(sys::napi_env, *mut u16, isize, Option<Finalize>, *mut c_void, *mut Value, *mut bool) -> sys::napi_status;
+
+/// `node_api_create_external_string_latin1` / `_utf16`, looked up in the
+/// running Node (Node-API 10; present in Node 20.12 and later), or `None`.
+fn external_string_fns() -> &'static (Option<CreateExternalLatin1>, Option<CreateExternalUtf16>) {
+    static FNS: OnceLock<(Option<CreateExternalLatin1>, Option<CreateExternalUtf16>)> = OnceLock::new();
+    FNS.get_or_init(|| {
+        if std::env::var_os("KOMA_SDK_NO_EXTERNAL_STRINGS").is_some() {
+            return (None, None);
+        }
+        // SAFETY: dlsym on the process's own symbols; the signatures are Node-API's.
+        unsafe {
+            let latin1 = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr());
+            let utf16 = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_utf16".as_ptr());
+            (
+                (!latin1.is_null()).then(|| std::mem::transmute::<*mut c_void, CreateExternalLatin1>(latin1)),
+                (!utf16.is_null()).then(|| std::mem::transmute::<*mut c_void, CreateExternalUtf16>(utf16)),
+            )
+        }
+    })
+}
+
+/// Lifted strings this long become external strings (no copy); shorter ones
+/// are copied into V8's heap, where the young generation recycles them
+/// cheaply. (A stream of 64 KiB external strings measured slower than copies
+/// here: every one is fresh memory, page faults included.)
+pub const EXTERNAL_MIN_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// Bytes of external strings freed on this JavaScript thread and not yet
+    /// reported to V8 (reported with the next external string).
+    static EXTERNAL_FREED: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// The finalizer of an external string: frees its characters.
+unsafe extern "C" fn free_external(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    let chars = unsafe { Box::from_raw(hint.cast::<Chars>()) };
+    let len = chars.byte_len() as i64;
+    drop(chars);
+    let _ = EXTERNAL_FREED.try_with(|f| f.set(f.get() + len));
 }

@@ -104,6 +104,22 @@ pub struct ChildPipes {
     pub stderr: ChildStderr,
 }
 
+/// Stdout's pipe holds this much (Linux; the default is 64 KiB): a streaming
+/// child writes, and the reader reads, in larger pieces, so fewer frames
+/// span two reads. 1 MiB is the most an unprivileged process may set.
+pub const STDOUT_PIPE_BYTES: i32 = 1 << 20;
+
+/// Best effort: where the system refuses, the pipe keeps its size.
+fn widen_pipe(fd: std::os::fd::RawFd) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: fcntl on an open pipe descriptor we own.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
+}
+
 /// Launch on a new supervisor thread. `on_spawn` runs on that thread with the
 /// result of the spawn; then the thread waits for the child and calls
 /// `on_exit` once it has exited (before it is reaped, signals are still safe;
@@ -118,6 +134,9 @@ where
             Ok(c) => c,
             Err(e) => return on_spawn(Err(e)),
         };
+        if let Some(out) = &child.stdout {
+            widen_pipe(std::os::fd::AsRawFd::as_raw_fd(out));
+        }
         let pipes = ChildPipes {
             stdin: child.stdin.take().expect("piped stdin"),
             stdout: child.stdout.take().expect("piped stdout"),

@@ -17,9 +17,10 @@ use tokio::sync::{mpsc, watch};
 use crate::child::{self, ExitInfo, LaunchOptions, ProcessControl};
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::events::{End, EventBuffer, Take};
-use crate::frame::{classify, Frame, Line, LineSplitter, ResponseBody, Violation};
+use crate::frame::{check_object_text, classify, Frame, Line, LineSplitter, ResponseBody, Violation};
 use crate::hello::{self, Hello};
 use crate::lifecycle::Lifecycle;
+use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
 use crate::params;
 use crate::pending::PendingTable;
 use crate::stderr::StderrRing;
@@ -40,20 +41,18 @@ pub trait Waker: Send + Sync + 'static {
     fn wake(&self);
 }
 
-/// A JSON value as raw text: `bytes[range]`.
+/// A JSON value as raw text: `bytes[range]`, with its long strings lifted
+/// out (see [`crate::lift`]): put back at their paths after parsing.
 #[derive(Debug)]
 pub struct RawJson {
     pub bytes: Vec<u8>,
     pub range: Range<usize>,
+    pub lifts: Vec<LiftedString>,
 }
 
 impl RawJson {
     pub fn text(&self) -> &[u8] {
         &self.bytes[self.range.clone()]
-    }
-
-    fn from_slice(s: &[u8]) -> Self {
-        RawJson { bytes: s.to_vec(), range: 0..s.len() }
     }
 }
 
@@ -887,11 +886,12 @@ impl Connection {
                         }
                     }
                     s.last_seq = Some(seq);
-                    if let Some(e) = event {
+                    if let Some(mut e) = event {
                         let counters = &self.inner.counters;
                         s.events.settle(counters.taken.load(std::sync::atomic::Ordering::Acquire));
-                        let len = e.data.len() + e.name.len() + 48;
-                        if s.events.push(e.frame_bytes(), len, |out| e.write(seq, out)) {
+                        let len = e.data_json().len() + e.name.len() + 24;
+                        let lifts = std::mem::take(&mut e.lifts);
+                        if s.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
                             counters.epoch.store(s.events.epoch(), std::sync::atomic::Ordering::Release);
                         }
                     }
@@ -1035,23 +1035,52 @@ struct RoutedEvent<'c> {
     name: &'static str,
     line: Line<'c>,
     data: Range<usize>,
+    /// The frame with its long strings lifted out (empty when nothing was
+    /// lifted); `data` is then a range of it, else of `line`.
+    skeleton: Vec<u8>,
+    lifts: Vec<LiftedString>,
 }
 
 impl RoutedEvent<'_> {
-    /// `{"type":"event","seq":N,"name":"...","data":...}`, what the
-    /// application gets, written straight into its batch.
+    /// `N,"name",data`: the event's three entries in its batch, a flat JSON
+    /// array that the iterator turns into `{type: "event", seq, name, data}`
+    /// objects (parsing fewer keys than whole event objects would need).
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"type\":\"event\",\"seq\":");
-        out.extend_from_slice(seq.to_string().as_bytes());
-        out.extend_from_slice(b",\"name\":\"");
+        let mut digits = itoa_buf();
+        out.extend_from_slice(itoa(seq, &mut digits));
+        out.extend_from_slice(b",\"");
         out.extend_from_slice(self.name.as_bytes());
-        out.extend_from_slice(b"\",\"data\":");
-        out.extend_from_slice(&self.line.bytes()[self.data.clone()]);
-        out.push(b'}');
+        out.extend_from_slice(b"\",");
+        out.extend_from_slice(self.data_json());
+    }
+
+    fn data_json(&self) -> &[u8] {
+        if self.skeleton.is_empty() {
+            &self.line.bytes()[self.data.clone()]
+        } else {
+            &self.skeleton[self.data.clone()]
+        }
     }
 
     fn frame_bytes(&self) -> usize {
         self.line.bytes().len()
+    }
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+/// The decimal digits of `n`, written into `buf`.
+fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
     }
 }
 
@@ -1082,6 +1111,14 @@ impl Routed<'_> {
 }
 
 fn route(line: Line<'_>) -> Routed<'_> {
+    let line = if line.bytes().len() >= LIFT_MIN_BYTES {
+        match route_lifted(line) {
+            Ok(routed) => return routed,
+            Err(line) => line,
+        }
+    } else {
+        line
+    };
     match classify(line.bytes()) {
         Err(v) => Routed::Violation(v),
         Ok(Frame::Hello) => Routed::Hello(line.into_owned()),
@@ -1090,19 +1127,54 @@ fn route(line: Line<'_>) -> Routed<'_> {
                 ResponseBody::Error(e) => RoutedBody::Error(e),
                 // An answer outlives the read: own it (the assembled line is moved, not copied).
                 ResponseBody::Result(range) => RoutedBody::Result(match line {
-                    Line::Owned(v) => RawJson { bytes: v, range },
-                    Line::Borrowed(b) => RawJson::from_slice(&b[range]),
+                    Line::Owned(v) => RawJson { bytes: v, range, lifts: Vec::new() },
+                    Line::Borrowed(b) => RawJson { range: 0..range.len(), bytes: b[range].to_vec(), lifts: Vec::new() },
                 }),
             };
             Routed::Response { id, body }
         }
-        Ok(Frame::Event { seq, name, data }) => {
-            Routed::Event { seq, event: name.map(|name| RoutedEvent { name, line, data }) }
+        Ok(Frame::Event { seq, name, data }) => Routed::Event {
+            seq,
+            event: name.map(|name| RoutedEvent { name, line, data, skeleton: Vec::new(), lifts: Vec::new() }),
+        },
+    }
+}
+
+/// A long line with long strings in an event's `data` or a response's
+/// `result`: cut them out (see [`crate::lift`]) and classify the rest.
+/// Gives the line back when that does not apply (the plain path then
+/// classifies it, and reports any violation precisely).
+fn route_lifted(line: Line<'_>) -> Result<Routed<'_>, Line<'_>> {
+    let bytes = line.bytes();
+    if check_object_text(bytes).is_err() {
+        return Err(line);
+    }
+    let Some(lifted) = lift(bytes, LIFT_MIN_BYTES) else { return Err(line) };
+    let under = |key: &str| lifted.lifts.iter().all(|l| matches!(l.path.first(), Some(Step::Key(k)) if k == key));
+    match classify(&lifted.skeleton) {
+        Ok(Frame::Event { seq, name, data }) if under("data") => {
+            let Some(name) = name else { return Ok(Routed::Event { seq, event: None }) };
+            // Paths from `data` (the batch holds it as an entry of its own).
+            let (skeleton, lifts) = lifted.into_strings(Source::Copy(bytes), 1);
+            let event = Some(RoutedEvent { name, line, data, skeleton, lifts });
+            Ok(Routed::Event { seq, event })
         }
+        Ok(Frame::Response { id, body: ResponseBody::Result(range) }) if under("result") => {
+            let (skeleton, lifts) = match line {
+                Line::Borrowed(b) => lifted.into_strings(Source::Copy(b), 1),
+                // A long line is shared by its strings, not copied.
+                Line::Owned(v) => lifted.into_strings(Source::Share { line: Arc::new(v), offset: 0 }, 1),
+            };
+            let body = RoutedBody::Result(RawJson { bytes: skeleton, range, lifts });
+            Ok(Routed::Response { id, body })
+        }
+        _ => Err(line),
     }
 }
 
 const READ_CHUNK: usize = 256 * 1024;
+/// The frames of a read are checked and applied this many at a time.
+const APPLY_GROUP: usize = 32;
 /// The longest the reader waits for the JavaScript thread to take a wake.
 const READ_PAUSE: Duration = Duration::from_millis(5);
 /// How long, in steps, the reader gives a consuming application to make room
@@ -1127,10 +1199,25 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => break ReadEnd::Io(e),
         };
-        let mut frames = Vec::new();
-        let fed = splitter.feed(
-            &buf[..n],
-            |line| -> Result<(), Option<Violation>> {
+        let mut lines = Vec::new();
+        let mut too_large = splitter
+            .feed(
+                &buf[..n],
+                |line| -> Result<(), Violation> {
+                    lines.push(line);
+                    Ok(())
+                },
+                |v| v,
+            )
+            .err();
+        // Applied in groups: the JavaScript thread takes the first events
+        // while later ones are checked, and a read of more events than the
+        // buffer holds flows through it instead of overflowing it.
+        let mut lines = lines.into_iter().peekable();
+        let mut stopped = false;
+        while lines.peek().is_some() && !stopped {
+            let mut frames = Vec::with_capacity(APPLY_GROUP);
+            for line in lines.by_ref().take(APPLY_GROUP) {
                 if trace_on {
                     trace("<-", line.bytes());
                 }
@@ -1138,23 +1225,29 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
                     panic!("KOMA_SDK_TEST_PANIC=reader");
                 }
                 let r = route(line);
-                let stop = matches!(r, Routed::Violation(_));
+                stopped = matches!(r, Routed::Violation(_));
                 frames.push(r);
-                if stop {
-                    Err(None)
-                } else {
-                    Ok(())
+                if stopped {
+                    break;
                 }
-            },
-            Some,
-        );
-        if let Err(Some(v)) = fed {
-            frames.push(Routed::Violation(v));
+            }
+            if !stopped && lines.peek().is_none() {
+                if let Some(v) = too_large.take() {
+                    frames.push(Routed::Violation(v));
+                }
+            }
+            conn.wait_for_room(&frames).await;
+            if conn.apply(frames).is_err() {
+                conn.inner.stdout_end_tx.send_replace(true);
+                return;
+            }
         }
-        conn.wait_for_room(&frames).await;
-        if conn.apply(frames).is_err() {
-            conn.inner.stdout_end_tx.send_replace(true);
-            return;
+        if let Some(v) = too_large {
+            if !stopped {
+                let _ = conn.apply(vec![Routed::Violation(v)]);
+                conn.inner.stdout_end_tx.send_replace(true);
+                return;
+            }
         }
         // While the JavaScript thread has not taken the last wake, more
         // answers can pile up in the pipe and be read in one go (small reads
@@ -1278,10 +1371,50 @@ mod tests {
     fn route_builds_the_application_event() {
         let line = br#"{"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"},"extra":1}"#;
         let Routed::Event { seq: 3, event: Some(e) } = route(Line::Borrowed(line)) else { panic!() };
-        let mut json = Vec::new();
+        let mut json = b"[".to_vec();
         e.write(3, &mut json);
+        json.push(b']');
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        assert_eq!(v, serde_json::json!({"type":"event","seq":3,"name":"output","data":{"turn":"t","text":"hi"}}));
+        assert_eq!(v, serde_json::json!([3, "output", {"turn":"t","text":"hi"}]), "seq, name, data; extra fields dropped");
         assert_eq!(e.frame_bytes(), line.len());
+    }
+
+    #[test]
+    fn long_strings_of_an_event_are_lifted_with_paths_from_its_data() {
+        let text = "x".repeat(LIFT_MIN_BYTES);
+        let line = format!(r#"{{"type":"event","seq":7,"name":"output","data":{{"turn":"t","text":"{text}"}}}}"#);
+        let Routed::Event { seq: 7, event: Some(e) } = route(Line::Borrowed(line.as_bytes())) else { panic!() };
+        assert_eq!(e.data_json(), br#"{"turn":"t","text":""}"#);
+        assert_eq!(e.lifts.len(), 1);
+        assert_eq!(e.lifts[0].path, vec![Step::Key("text".into())]);
+        assert_eq!(e.lifts[0].chars.byte_len(), text.len());
+    }
+
+    #[test]
+    fn a_long_result_shares_an_assembled_line_and_drops_the_result_step() {
+        let blob = "y".repeat(LIFT_MIN_BYTES * 2);
+        let line = format!(r#"{{"id":"4","result":{{"blob":"{blob}"}}}}"#).into_bytes();
+        let Routed::Response { id, body: RoutedBody::Result(raw) } = route(Line::Owned(line)) else { panic!() };
+        assert_eq!(id, "4");
+        assert_eq!(raw.text(), br#"{"blob":""}"#);
+        assert_eq!(raw.lifts[0].path, vec![Step::Key("blob".into())]);
+        let crate::lift::Chars::Latin1 { bytes, range } = &raw.lifts[0].chars else { panic!() };
+        assert!(bytes.len() > blob.len(), "the string points into the whole line: no copy");
+        assert_eq!(&bytes[range.clone()], blob.as_bytes());
+    }
+
+    #[test]
+    fn a_long_frame_that_breaks_a_rule_is_reported_as_without_lifting() {
+        let text = "z".repeat(LIFT_MIN_BYTES);
+        for line in [
+            format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}"#), // unclosed
+            format!("{{\"type\":\"event\",\"seq\":1,\"name\":\"output\",\"data\":{{\"text\":\"{text}\u{7}\"}}}}"), // a control character
+            format!(r#"{{"type":"event","name":"output","data":{{"text":"{text}"}}}}"#), // no seq
+        ] {
+            let lifted = route(Line::Borrowed(line.as_bytes()));
+            let plain = classify(line.as_bytes());
+            let (Routed::Violation(a), Err(b)) = (lifted, plain) else { panic!("{line:.80}") };
+            assert_eq!(a, b);
+        }
     }
 }

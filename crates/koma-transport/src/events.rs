@@ -9,14 +9,18 @@
 use std::collections::VecDeque;
 
 use crate::error::KomaError;
+use crate::lift::LiftedString;
 use crate::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
 
 /// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
-/// the closing bracket), so handing them over is a move, not a copy.
+/// the closing bracket; what each event writes is up to the caller), so
+/// handing them over is a move, not a copy.
 #[derive(Debug)]
 struct Segment {
     json: Vec<u8>,
     sizes: Vec<usize>,
+    /// Strings lifted out of the events (see [`crate::lift`]), by index in the batch.
+    lifts: Vec<(u32, LiftedString)>,
 }
 
 #[derive(Debug)]
@@ -37,8 +41,9 @@ pub enum End {
 /// What the application gets when it asks for events.
 #[derive(Debug, PartialEq)]
 pub enum Take {
-    /// A batch of events: their JSON joined as one array, and each one's frame size.
-    Batch { json: Vec<u8>, count: usize, epoch: u32 },
+    /// A batch of `count` events: their JSON joined as one array, and the
+    /// strings lifted out of them, by the event's index in the batch.
+    Batch { json: Vec<u8>, count: usize, epoch: u32, lifts: Vec<(u32, LiftedString)> },
     /// The one overflow report.
     Overflow { dropped: u64 },
     /// Nothing waiting now.
@@ -116,8 +121,15 @@ impl EventBuffer {
 
     /// Offer one sequence-checked event of `frame_bytes` (counted against the
     /// bound), whose JSON for the application (about `len` bytes) `write`
-    /// appends to the batch. Returns true if it overflowed now.
-    pub fn push(&mut self, frame_bytes: usize, len: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+    /// appends to the batch, with the strings lifted out of it. Returns true
+    /// if it overflowed now.
+    pub fn push(
+        &mut self,
+        frame_bytes: usize,
+        len: usize,
+        lifts: Vec<LiftedString>,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> bool {
         if self.end.is_some() {
             return false;
         }
@@ -143,13 +155,15 @@ impl EventBuffer {
             // Room for the whole batch and its closing bracket; pages not written cost nothing.
             let mut json = Vec::with_capacity((BATCH_BYTES + 64).max(len + 2));
             json.push(b'[');
-            self.queue.push_back(Item::Events(Segment { json, sizes: Vec::new() }));
+            self.queue.push_back(Item::Events(Segment { json, sizes: Vec::new(), lifts: Vec::new() }));
         }
         let Some(Item::Events(seg)) = self.queue.back_mut() else { unreachable!() };
         if !seg.sizes.is_empty() {
             seg.json.push(b',');
         }
         write(&mut seg.json);
+        let index = seg.sizes.len() as u32;
+        seg.lifts.extend(lifts.into_iter().map(|l| (index, l)));
         seg.sizes.push(frame_bytes);
         false
     }
@@ -170,7 +184,7 @@ impl EventBuffer {
                 seg.json.push(b']');
                 let count = seg.sizes.len();
                 self.lent.extend(seg.sizes);
-                Take::Batch { json: seg.json, count, epoch: self.epoch }
+                Take::Batch { json: seg.json, count, epoch: self.epoch, lifts: seg.lifts }
             }
             None => match &self.end {
                 Some(end) => Take::Ended(end.clone()),
@@ -212,7 +226,7 @@ mod tests {
 
     /// An event of `frame_bytes` whose JSON is `json`.
     fn push(b: &mut EventBuffer, json: &[u8], frame_bytes: usize) -> bool {
-        b.push(frame_bytes, json.len(), |out| out.extend_from_slice(json))
+        b.push(frame_bytes, json.len(), Vec::new(), |out| out.extend_from_slice(json))
     }
 
     fn ev(b: &mut EventBuffer, n: usize) -> bool {
@@ -245,7 +259,7 @@ mod tests {
         for i in 0..200 {
             ev(&mut b, i);
         }
-        let Take::Batch { json, count, epoch } = b.take() else { panic!() };
+        let Take::Batch { json, count, epoch, .. } = b.take() else { panic!() };
         assert_eq!(count, 200);
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(parsed.as_array().unwrap().len(), 200);

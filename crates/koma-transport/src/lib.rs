@@ -8,6 +8,7 @@
 //! - [`lifecycle`]: hello, then create/resume, then the rest, then detach;
 //! - [`pending`]: the table of requests written and not yet answered;
 //! - [`events`]: the bounded event buffer with its overflow report;
+//! - [`lift`]: long strings cut out of values, so JavaScript does not parse them;
 //! - [`stderr`]: the ring that keeps the newest 64 KiB of stderr;
 //! - [`child`]: launching `koma sdk serve` and supervising the process;
 //! - [`connection`]: the tasks that tie these together (reader, writer, stderr drain, monitor).
@@ -22,6 +23,7 @@ pub mod events;
 pub mod frame;
 pub mod hello;
 pub mod lifecycle;
+pub mod lift;
 pub mod params;
 pub mod pending;
 pub mod quote;
