@@ -1253,7 +1253,13 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
         // answers can pile up in the pipe and be read in one go (small reads
         // only). Bounded, so the reader never depends on the JavaScript
         // thread to make progress.
-        if n < READ_PAUSE_BELOW && conn.inner.lock().wake_scheduled {
+        // Only while other answers are due: a lone answer (a caller awaiting
+        // each call in turn) would only be delayed.
+        let pause = n < READ_PAUSE_BELOW && {
+            let s = conn.inner.lock();
+            s.wake_scheduled && !s.pending.is_empty()
+        };
+        if pause {
             let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
         }
     };
