@@ -2,9 +2,13 @@
 // (the slice `npm test` runs).
 //   soak:  2,000,000 events and 10,000 requests through one client; RSS must
 //          stay flat between 20% and 100% of the run.
+//   strings: long strings streamed as event texts (64 KiB ones, copied into
+//          V8's heap, and 1.5 MiB ones, handed over as external strings)
+//          keep RSS bounded: peak growth at most 256 MiB while 3 GiB pass
+//          (640 MiB in the short run), whatever the stream's length.
 //   churn: 300 clients opened and closed in a row leave no process, zombie or
 //          file descriptor behind; then 32 clients at once, 500 requests each.
-import { readdirSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,8 +21,8 @@ const short = process.argv.includes("--short");
 const home = mkdtempSync(join(tmpdir(), "koma-soak-"));
 const env = { KOMA_SIM_HOME: home, KOMA_SIM_DELAY_MS: "0", KOMA_SIM_BENCH: "1" };
 const cfg = short
-  ? { events: 100_000, requests: 1_000, churn: 30, parallel: 8, each: 100 }
-  : { events: 2_000_000, requests: 10_000, churn: 300, parallel: 32, each: 500 };
+  ? { events: 100_000, requests: 1_000, churn: 30, parallel: 8, each: 100, stringBytes: 640 * 2 ** 20 }
+  : { events: 2_000_000, requests: 10_000, churn: 300, parallel: 32, each: 500, stringBytes: 3 * 2 ** 30 };
 const mib = (b) => (b / 2 ** 20).toFixed(1);
 const fail = (msg) => {
   console.error(`soak: FAILED: ${msg}`);
@@ -61,6 +65,47 @@ async function soak() {
   console.log(`soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`);
   console.log(`soak: RSS samples (MiB): ${samples.map((s) => mib(s.rss)).join(" ")}`);
   if (growth > Math.max(16 * 2 ** 20, start * 0.15)) fail(`RSS grew by ${mib(growth)} MiB after 20% of the run`);
+}
+
+/** Peak RSS since the last reset (VmHWM), after resetting it to now (Linux). */
+function resetPeak() {
+  writeFileSync("/proc/self/clear_refs", "5");
+}
+function peakRss() {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))[1]) * 1024;
+}
+
+async function strings() {
+  const client = new Client({ executable: SIM, env });
+  await client.create({});
+  const it = client.events();
+  globalThis.gc?.();
+  const before = process.memoryUsage.rss();
+  resetPeak();
+  let passed = 0;
+  let count = 0;
+  for (const [bytes, perWindow] of [[64 * 1024, 64], [1_500_000, 16]]) {
+    const windows = Math.ceil(cfg.stringBytes / 2 / (bytes * perWindow));
+    for (let w = 0; w < windows; w++) {
+      const answered = client.request("bench_events", { count: perWindow, bytes });
+      let got = 0;
+      while (got < perWindow) {
+        const { value, done } = await it.next();
+        if (done) throw new Error("events ended");
+        if (value.type === "overflow") throw new Error("overflow during the strings soak");
+        if (value.name !== "output") continue;
+        if (value.data.text.length !== bytes) throw new Error(`a text of ${value.data.text.length} bytes, not ${bytes}`);
+        got++;
+      }
+      await answered;
+      passed += bytes * perWindow;
+      count += perWindow;
+    }
+  }
+  await client.close();
+  const growth = peakRss() - before;
+  console.log(`strings: ${count} texts, ${mib(passed)} MiB in all; peak RSS growth ${mib(growth)} MiB`);
+  if (growth > 256 * 2 ** 20) fail(`RSS grew by ${mib(growth)} MiB while long strings streamed`);
 }
 
 const fds = () => readdirSync("/proc/self/fd").length;
@@ -115,6 +160,7 @@ async function churn() {
 
 try {
   await soak();
+  await strings();
   await churn();
 } finally {
   rmSync(home, { recursive: true, force: true });
