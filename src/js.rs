@@ -75,26 +75,31 @@ impl Js {
             return self.copied_string(&chars);
         }
         let (latin1, utf16) = *external_string_fns();
+        let available = match &chars {
+            Chars::Latin1 { .. } => latin1.is_some(),
+            Chars::Utf16(_) => utf16.is_some(),
+        };
+        if !available {
+            return self.copied_string(&chars);
+        }
         let mut v = ptr::null_mut();
         let mut copied = false;
-        let status = match (&chars, latin1, utf16) {
-            (Chars::Latin1 { bytes, range }, Some(create), _) => {
-                let (at, n) = (bytes[range.clone()].as_ptr() as *mut c_char, range.len() as isize);
-                let hint = Box::into_raw(Box::new(chars));
-                // SAFETY: the characters stay where they are (owned by `hint`) until `free_external` runs.
-                let status = unsafe { create(self.0, at, n, Some(free_external), hint.cast(), &mut v, &mut copied) };
-                (status, hint)
+        let hint = Box::into_raw(Box::new(chars));
+        // SAFETY: the characters stay where they are (owned by `hint`) until
+        // `free_external` runs; the functions are Node-API's (looked up above).
+        let status = unsafe {
+            match (&*hint, latin1, utf16) {
+                (Chars::Latin1 { bytes, range }, Some(create), _) => {
+                    let at = bytes[range.clone()].as_ptr() as *mut c_char;
+                    create(self.0, at, range.len() as isize, Some(free_external), hint.cast(), &mut v, &mut copied)
+                }
+                (Chars::Utf16(units), _, Some(create)) => {
+                    let at = units.as_ptr() as *mut u16;
+                    create(self.0, at, units.len() as isize, Some(free_external), hint.cast(), &mut v, &mut copied)
+                }
+                _ => unreachable!("checked above"),
             }
-            (Chars::Utf16(units), _, Some(create)) => {
-                let (at, n) = (units.as_ptr() as *mut u16, units.len() as isize);
-                let hint = Box::into_raw(Box::new(chars));
-                // SAFETY: as above.
-                let status = unsafe { create(self.0, at, n, Some(free_external), hint.cast(), &mut v, &mut copied) };
-                (status, hint)
-            }
-            _ => return self.copied_string(&chars),
         };
-        let (status, hint) = status;
         if status != sys::Status::napi_ok {
             // Not taken (the finalizer was not called): copy instead.
             let chars = unsafe { Box::from_raw(hint) };

@@ -1,5 +1,5 @@
 // JSON texts with long strings (4 KiB and more: what the client lifts out
-// of a frame instead of parsing), each with what JSON.parse makes of it.
+// of a frame instead of parsing; 1 MiB and more: external strings).
 // Shared by the long-strings peer and its test.
 const big = (unit, bytes) => unit.repeat(Math.ceil(bytes / Buffer.byteLength(unit)));
 const str = (s) => JSON.stringify(s);
@@ -28,6 +28,10 @@ export const CASES = [
   ["a __proto__ key on the path", `{"__proto__":{"t":${str(big("p", 5000))}}}`],
   ["whitespace between tokens", `{ "a" : [ ${str(big("w", 5000))} , 1 ] , "b" : { } }`],
   ["the value is the string", str(big("s", 9000))],
+  // 1 MiB and more: external strings where Node has them.
+  ["1 MiB and more, ASCII", str(big("m", 1_200_000))],
+  ["1 MiB and more, Latin-1", str(big("é", 2_200_000))],
+  ["1 MiB and more, wide characters", str(big("☃", 1_800_000))],
   ["many strings", str(Array.from({ length: 40 }, (_, i) => big(String.fromCharCode(65 + (i % 26)), 4096 + i)))],
 ];
 
