@@ -64,6 +64,16 @@ export async function eventsUntil(client, until, { limit = 100000 } = {}) {
   throw new Error(`events ended before a match; got ${JSON.stringify(seen.slice(-5))}`);
 }
 
+/** Iterate the events to their end: the error they end with (undefined if they just end). */
+export async function eventsError(client) {
+  try {
+    for await (const _ of client.events());
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 /** Is a process alive? */
 export function alive(pid) {
   try {

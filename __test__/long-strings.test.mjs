@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { Client, rejection, root } from "./helpers.mjs";
+import { Client, eventsError, rejection, root } from "./helpers.mjs";
 import { PEER, checkLongStrings } from "./long-strings-check.mjs";
 import { CASES } from "./peers/long-strings-cases.mjs";
 
@@ -41,12 +41,7 @@ test("a control character inside a long string is still a protocol error", async
   t.after(() => client.close());
   const e = await rejection(client.request("broken"));
   assert.equal(e.code, "delivery_unknown");
-  let fatal;
-  try {
-    for await (const _ of client.events());
-  } catch (err) {
-    fatal = err;
-  }
+  const fatal = await eventsError(client);
   assert.equal(fatal?.code, "protocol_error");
   assert.match(fatal.message, /control character/);
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
-import { SIM, root, tempHome, alive, simClient, rejection } from "./helpers.mjs";
+import { SIM, root, tempHome, alive, simClient, rejection, eventsError } from "./helpers.mjs";
 
 const INDEX = JSON.stringify(`${root}/index.js`);
 const simEnv = () => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() });
@@ -165,12 +165,7 @@ test("messages that quote the child's bytes escape control characters and quote 
   await client.probe();
   const e = await rejection(client.state());
   assert.equal(e.code, "delivery_unknown");
-  let fatal;
-  try {
-    for await (const _ of client.events());
-  } catch (err) {
-    fatal = err;
-  }
+  const fatal = await eventsError(client);
   assert.equal(fatal.code, "protocol_error");
   for (const message of [e.message, fatal.message]) {
     assert.doesNotMatch(message, /[\x00-\x08\x0b-\x1f\x7f]/, "no raw control character reaches the terminal");

@@ -1046,8 +1046,7 @@ impl RoutedEvent<'_> {
     /// array that the iterator turns into `{type: "event", seq, name, data}`
     /// objects (parsing fewer keys than whole event objects would need).
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
-        let mut digits = itoa_buf();
-        out.extend_from_slice(itoa(seq, &mut digits));
+        out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
         out.extend_from_slice(b",\"");
         out.extend_from_slice(self.name.as_bytes());
         out.extend_from_slice(b"\",");
@@ -1064,23 +1063,6 @@ impl RoutedEvent<'_> {
 
     fn frame_bytes(&self) -> usize {
         self.line.bytes().len()
-    }
-}
-
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
-/// The decimal digits of `n`, written into `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
     }
 }
 
