@@ -16,7 +16,7 @@ SEEDS = {
     "surrogates": b'4["snow \xe2\x98\x83 and \\ud83d\\ude00 here","\xf0\x9f\x98\x80\xf0\x9f\x98\x80\xf0\x9f\x98\x80","\\uD83D\\uDE00\\uDBFF\\uDFFF"]',
     "lone_surrogate_lifted": b'4{"t":"\\udc00 lone trail","v":"ok long enough"}',
     # lone surrogates left in the skeleton: IgnoredAny accepts them, Value does not
-    "lone_surrogate_kept": b'6{"k\\ud800":"sh","v":"ok long enough","s":"\\udc00"}',
+    "lone_surrogate_kept": b'6{"o":{"k\\ud800":"sh"},"v":"ok long enough","s":"\\udc00"}',
     "latin1": b'4{"t":"caf\\u00e9 caf\\u00e9 caf\xc3\xa9 \xc3\xbf\xc2\xa0"}',
     "escaped_keys": b'4{"k\\"ey\\u0041":"0123456789","\\u0061":{"b":"abcdefgh"}}',
     "dup_on_path": b'4{"d":{"t":"0123456789"},"d":{"x":1},"\\u0064":2}',

@@ -155,7 +155,7 @@ enum Container<'a> {
 /// other input the skeleton is valid JSON exactly when `json` is. Linear
 /// time; memory bounded by the input plus [`MAX_DEPTH`] × [`MAX_KEYS`] keys.
 pub fn lift(json: &[u8], min: usize) -> Option<Lifted> {
-    if json.len() < min + 2 {
+    if json.len().saturating_sub(2) < min {
         return None;
     }
     let mut stack: Vec<Container<'_>> = Vec::new();
