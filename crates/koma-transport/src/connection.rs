@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::child::{self, ExitInfo, LaunchOptions, ProcessControl};
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::events::{End, EventBuffer, Take};
-use crate::frame::{check_object_text, classify, Frame, Line, LineSplitter, ResponseBody, Violation};
+use crate::frame::{classify, Frame, Line, LineSplitter, ResponseBody, Violation};
 use crate::hello::{self, Hello};
 use crate::lifecycle::Lifecycle;
 use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
@@ -1127,10 +1127,9 @@ fn route(line: Line<'_>) -> Routed<'_> {
 /// Gives the line back when that does not apply (the plain path then
 /// classifies it, and reports any violation precisely).
 fn route_lifted(line: Line<'_>) -> Result<Routed<'_>, Line<'_>> {
+    // The line's UTF-8 is checked in two parts: the cut strings by `lift`,
+    // the rest by `classify` (of the skeleton).
     let bytes = line.bytes();
-    if check_object_text(bytes).is_err() {
-        return Err(line);
-    }
     let Some(lifted) = lift(bytes, LIFT_MIN_BYTES) else { return Err(line) };
     let under = |key: &str| lifted.lifts.iter().all(|l| matches!(l.path.first(), Some(Step::Key(k)) if k == key));
     match classify(&lifted.skeleton) {
@@ -1394,6 +1393,15 @@ mod tests {
     #[test]
     fn a_long_frame_that_breaks_a_rule_is_reported_as_without_lifting() {
         let text = "z".repeat(LIFT_MIN_BYTES);
+        let mut bad_utf8 = format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).into_bytes();
+        bad_utf8[60] = 0xFF; // inside the long string
+        let mut bad_utf8_outside = format!(r#"{{"type":"event","seq":1,"name":"output","x":"é","data":{{"text":"{text}"}}}}"#).into_bytes();
+        bad_utf8_outside[46] = 0xFF; // the second byte of é
+        let with_bom = [&[0xEF, 0xBB, 0xBF][..], format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).as_bytes()].concat();
+        for line in [bad_utf8, bad_utf8_outside, with_bom] {
+            let (Routed::Violation(a), Err(b)) = (route(Line::Borrowed(&line)), classify(&line)) else { panic!() };
+            assert_eq!(a, b);
+        }
         for line in [
             format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}"#), // unclosed
             format!("{{\"type\":\"event\",\"seq\":1,\"name\":\"output\",\"data\":{{\"text\":\"{text}\u{7}\"}}}}"), // a control character

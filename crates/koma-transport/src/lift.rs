@@ -14,8 +14,8 @@
 //! inside, `\` escapes the next byte and `"` closes it), so replacing one
 //! string token by another keeps the token sequence. The line is valid JSON
 //! exactly when the skeleton is and every cut string's content is valid:
-//! no control character, valid escapes (decoded by serde), valid UTF-8
-//! (checked on the whole line before).
+//! no control character, valid escapes and valid UTF-8 (ASCII, or decoded
+//! by serde).
 //!
 //! The restored value is the one `JSON.parse` gives. Where it could differ,
 //! nothing is lifted: an object on a lifted string's path with a duplicate
@@ -148,12 +148,13 @@ enum Container<'a> {
     },
 }
 
-/// Cut the strings of at least `min` bytes out of `json`, valid UTF-8 that
-/// should be one JSON value. `None` when there is nothing to lift, when
-/// lifting could change the parsed value, or when a cut string is not valid
-/// (then the caller checks the whole line, for the precise error). For any
-/// other input the skeleton is valid JSON exactly when `json` is. Linear
-/// time; memory bounded by the input plus [`MAX_DEPTH`] × [`MAX_KEYS`] keys.
+/// Cut the strings of at least `min` bytes out of `json`, a line that should
+/// be one JSON value. `None` when there is nothing to lift, when lifting
+/// could change the parsed value, or when a cut string is not valid
+/// (control characters, escapes, UTF-8: then the caller checks the whole
+/// line, for the precise error). For any other input the skeleton is valid
+/// JSON (UTF-8 included) exactly when `json` is. Linear time; memory bounded
+/// by the input plus [`MAX_DEPTH`] × [`MAX_KEYS`] keys.
 pub fn lift(json: &[u8], min: usize) -> Option<Lifted> {
     if json.len().saturating_sub(2) < min {
         return None;
