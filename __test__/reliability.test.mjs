@@ -20,25 +20,20 @@ function runScript(script, env = {}) {
   return spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 60000 });
 }
 
-test("a panic in the reader task becomes a rejected promise, not a crash", { timeout: 30000 }, () => {
-  const r = runScript(`
-    const { Client } = require(${INDEX});
-    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
-    c.probe().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
-  `, { KOMA_SDK_TEST_PANIC: "reader" });
-  assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
-});
-
-test("a panic while delivering results rejects what is outstanding, not a crash", { timeout: 30000 }, () => {
-  const r = runScript(`
-    const { Client } = require(${INDEX});
-    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
-    c.state().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
-  `, { KOMA_SDK_TEST_PANIC: "wake" });
-  assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
-});
+for (const [where, call, what] of [
+  ["reader", "probe", "a panic in the reader task becomes a rejected promise, not a crash"],
+  ["wake", "state", "a panic while delivering results rejects what is outstanding, not a crash"],
+]) {
+  test(what, { timeout: 30000 }, () => {
+    const r = runScript(`
+      const { Client } = require(${INDEX});
+      const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+      c.${call}().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
+    `, { KOMA_SDK_TEST_PANIC: where });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
+  });
+}
 
 const workerSource = `
   const { parentPort, workerData } = require("node:worker_threads");

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
-use koma_transport::connection::{Probe, RawJson};
+use koma_transport::connection::{batch_data_index, Probe, RawJson};
 use koma_transport::events::{End, Take};
 use koma_transport::lift::Step;
 use koma_transport::{Completion, Connection, ConnectionOptions, ErrorCode, KomaError, Outcome, Waker};
@@ -597,18 +597,17 @@ impl Ctx {
         Ok(stream)
     }
 
-    /// `pull()` for the iterator: a batch (a flat array `[seq, name, data, ...]`,
-    /// parsed by one JSON.parse),
-    /// the overflow report, `undefined` (nothing now; a wake will call
-    /// `settle`), or `null` (the end). Throws the fatal error after a failure.
+    /// `pull()` for the iterator: a batch (a flat array `[seq, name, data, ...]`
+    /// parsed by one JSON.parse, its long strings put back), the overflow
+    /// report, `undefined` (nothing now; a wake will call `settle`), or `null`
+    /// (the end). Throws the fatal error after a failure.
     fn pull(&self, js: Js) -> napi::Result<Value> {
         match self.conn.take_events(true) {
             Take::Batch { json, epoch, lifts, .. } => {
                 let array = self.parse_json(js, &json)?;
                 drop(json);
-                // Event i's data is entry 3i + 2 of the flat batch (see events.js).
                 for (i, mut l) in lifts {
-                    l.path.insert(0, Step::Index(3 * i + 2));
+                    l.path.insert(0, Step::Index(batch_data_index(i)));
                     js.put_lifted(array, [l])?;
                 }
                 self.conn.event_counters().batch_epoch.store(epoch, std::sync::atomic::Ordering::Relaxed);

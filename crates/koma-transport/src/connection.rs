@@ -1029,6 +1029,12 @@ fn trace(dir: &str, bytes: &[u8]) {
     eprintln!("[koma-sdk] {dir} {}{more}", crate::quote::escape_text(&String::from_utf8_lossy(shown), false));
 }
 
+/// Where event `i` of a batch keeps its `data` in the batch's flat array
+/// (`[seq, name, data, seq, name, data, ...]`, see `RoutedEvent::write`).
+pub fn batch_data_index(i: u32) -> u32 {
+    3 * i + 2
+}
+
 /// A catalog event: its name, its line (borrowed from the read buffer when
 /// it lies within one read), the range of its `data`, and the frame's size.
 struct RoutedEvent<'c> {
@@ -1181,7 +1187,7 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
             Err(e) => break ReadEnd::Io(e),
         };
         let mut lines = Vec::new();
-        let mut too_large = splitter
+        let too_large = splitter
             .feed(
                 &buf[..n],
                 |line| -> Result<(), Violation> {
@@ -1194,9 +1200,9 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
         // Applied in groups: the JavaScript thread takes the first events
         // while later ones are checked, and a read of more events than the
         // buffer holds flows through it instead of overflowing it.
+        // A violation fails `apply`, which ends the reader.
         let mut lines = lines.into_iter().peekable();
-        let mut stopped = false;
-        while lines.peek().is_some() && !stopped {
+        while lines.peek().is_some() {
             let mut frames = Vec::with_capacity(APPLY_GROUP);
             for line in lines.by_ref().take(APPLY_GROUP) {
                 if trace_on {
@@ -1206,15 +1212,10 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
                     panic!("KOMA_SDK_TEST_PANIC=reader");
                 }
                 let r = route(line);
-                stopped = matches!(r, Routed::Violation(_));
+                let violation = matches!(r, Routed::Violation(_));
                 frames.push(r);
-                if stopped {
+                if violation {
                     break;
-                }
-            }
-            if !stopped && lines.peek().is_none() {
-                if let Some(v) = too_large.take() {
-                    frames.push(Routed::Violation(v));
                 }
             }
             conn.wait_for_room(&frames).await;
@@ -1223,19 +1224,17 @@ async fn read_stdout(conn: Connection, mut stdout: tokio::process::ChildStdout) 
                 return;
             }
         }
+        // A line over the bound ends the read after its complete lines.
         if let Some(v) = too_large {
-            if !stopped {
-                let _ = conn.apply(vec![Routed::Violation(v)]);
-                conn.inner.stdout_end_tx.send_replace(true);
-                return;
-            }
+            let _ = conn.apply(vec![Routed::Violation(v)]);
+            conn.inner.stdout_end_tx.send_replace(true);
+            return;
         }
         // While the JavaScript thread has not taken the last wake, more
         // answers can pile up in the pipe and be read in one go (small reads
         // only). Bounded, so the reader never depends on the JavaScript
-        // thread to make progress.
-        // Only while other answers are due: a lone answer (a caller awaiting
-        // each call in turn) would only be delayed.
+        // thread to make progress. Only while other answers are due: a lone
+        // answer (a caller awaiting each call in turn) would only be delayed.
         let pause = n < READ_PAUSE_BELOW && {
             let s = conn.inner.lock();
             s.wake_scheduled && !s.pending.is_empty()
