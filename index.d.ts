@@ -21,7 +21,10 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * ```
  */
 export declare class Client {
-  /** Make a client. Nothing is started until the first call. */
+  /**
+   * Make a client. Nothing is started until the first call. Bad options
+   * throw an `Error` with code `invalid_params`.
+   */
   constructor(options: ClientOptions)
   /** Start the child if needed; resolves with its checked hello. */
   probe(options?: CallOptions): Promise<Hello>

@@ -3,10 +3,16 @@
 // call into the addon. The addon is called once per batch (`pull`, which
 // parses the whole batch with one JSON.parse: a flat array of seq, name and
 // data for each event) and calls `settle` when events become ready.
-// shared: Int32Array [epoch (the reader's), taken (ours), batch epoch (pull's)].
-(function makeEventStream(pull, stop, counters) {
+// `counters` is memory shared with the addon's reader, as 32-bit slots whose
+// numbers `layout` gives (their one definition is `EventCounters` in the Rust
+// core): EPOCH (the reader's: an overflow bumps it), TAKEN (ours: the running
+// count of events taken) and BATCH_EPOCH (the epoch of the batch pull gave).
+(function makeEventStream(pull, stop, counters, layout) {
   "use strict";
   const shared = new Int32Array(counters);
+  const EPOCH = layout.EPOCH;
+  const TAKEN = layout.TAKEN;
+  const BATCH_EPOCH = layout.BATCH_EPOCH;
   let batch = [];
   let index = 0;
   let epoch = 0;
@@ -18,8 +24,8 @@
   function take() {
     for (;;) {
       if (index < batch.length) {
-        if (shared[0] === epoch) {
-          shared[1] = (shared[1] + 1) | 0;
+        if (shared[EPOCH] === epoch) {
+          shared[TAKEN] = (shared[TAKEN] + 1) | 0;
           const value = { type: "event", seq: batch[index], name: batch[index + 1], data: batch[index + 2] };
           index += 3;
           return { value, done: false };
@@ -33,7 +39,7 @@
       if (Array.isArray(got)) {
         batch = got;
         index = 0;
-        epoch = shared[2];
+        epoch = shared[BATCH_EPOCH];
         continue;
       }
       return { value: got, done: false }; // the overflow report

@@ -12,12 +12,19 @@ use napi::sys;
 
 pub type Value = sys::napi_value;
 
-/// Check a Node-API status; a failure becomes a napi error.
-macro_rules! ok {
-    ($e:expr) => {{
-        let status = $e;
+/// Call a Node-API function and check its status: a failure becomes a napi error.
+///
+/// Every call made through this macro is sound for the same reasons: `Js`
+/// holds the environment of the JavaScript thread that is running (a `Js` is
+/// only made from an env that Node handed to the current callback), the value
+/// arguments are live values of that environment, and the out-pointers point
+/// at the caller's locals.
+macro_rules! napi_call {
+    ($f:ident($($arg:expr),* $(,)?)) => {{
+        // SAFETY: see the macro's documentation.
+        let status = unsafe { sys::$f($($arg),*) };
         if status != sys::Status::napi_ok {
-            return Err(napi::Error::new(napi::Status::from(status), format!("Node-API call failed: {}", stringify!($e))));
+            return Err(napi::Error::new(napi::Status::from(status), format!("Node-API call failed: {}", stringify!($f))));
         }
     }};
 }
@@ -37,19 +44,19 @@ pub struct Js(pub sys::napi_env);
 impl Js {
     pub fn undefined(self) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_undefined(self.0, &mut v) });
+        napi_call!(napi_get_undefined(self.0, &mut v));
         Ok(v)
     }
 
     pub fn boolean(self, b: bool) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_boolean(self.0, b, &mut v) });
+        napi_call!(napi_get_boolean(self.0, b, &mut v));
         Ok(v)
     }
 
     pub fn number(self, n: f64) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_create_double(self.0, n, &mut v) });
+        napi_call!(napi_create_double(self.0, n, &mut v));
         Ok(v)
     }
 
@@ -57,9 +64,9 @@ impl Js {
     pub fn string(self, bytes: &[u8]) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
         if bytes.is_ascii() {
-            ok!(unsafe { sys::napi_create_string_latin1(self.0, bytes.as_ptr().cast(), bytes.len() as isize, &mut v) });
+            napi_call!(napi_create_string_latin1(self.0, bytes.as_ptr().cast(), bytes.len() as isize, &mut v));
         } else {
-            ok!(unsafe { sys::napi_create_string_utf8(self.0, bytes.as_ptr().cast(), bytes.len() as isize, &mut v) });
+            napi_call!(napi_create_string_utf8(self.0, bytes.as_ptr().cast(), bytes.len() as isize, &mut v));
         }
         Ok(v)
     }
@@ -102,6 +109,7 @@ impl Js {
         };
         if status != sys::Status::napi_ok {
             // Not taken (the finalizer was not called): copy instead.
+            // SAFETY: the Box leaked above, not handed to Node after all.
             let chars = unsafe { Box::from_raw(hint) };
             return self.copied_string(&chars);
         }
@@ -111,6 +119,7 @@ impl Js {
         } else {
             let freed = EXTERNAL_FREED.with(|f| f.take());
             let mut total = 0;
+            // SAFETY: on this env's thread; only adjusts V8's count of external memory.
             unsafe { sys::napi_adjust_external_memory(self.0, len as i64 - freed, &mut total) };
         }
         Ok(v)
@@ -120,10 +129,10 @@ impl Js {
         let mut v = ptr::null_mut();
         match chars {
             Chars::Latin1 { bytes, range } => {
-                ok!(unsafe { sys::napi_create_string_latin1(self.0, bytes[range.clone()].as_ptr().cast(), range.len() as isize, &mut v) })
+                napi_call!(napi_create_string_latin1(self.0, bytes[range.clone()].as_ptr().cast(), range.len() as isize, &mut v))
             }
             Chars::Utf16(units) => {
-                ok!(unsafe { sys::napi_create_string_utf16(self.0, units.as_ptr(), units.len() as isize, &mut v) })
+                napi_call!(napi_create_string_utf16(self.0, units.as_ptr(), units.len() as isize, &mut v))
             }
         }
         Ok(v)
@@ -142,19 +151,19 @@ impl Js {
             for step in init {
                 let mut next = ptr::null_mut();
                 match step {
-                    Step::Index(i) => ok!(unsafe { sys::napi_get_element(self.0, at, *i, &mut next) }),
+                    Step::Index(i) => napi_call!(napi_get_element(self.0, at, *i, &mut next)),
                     Step::Key(k) => {
                         let key = self.string(k.as_bytes())?;
-                        ok!(unsafe { sys::napi_get_property(self.0, at, key, &mut next) })
+                        napi_call!(napi_get_property(self.0, at, key, &mut next))
                     }
                 }
                 at = next;
             }
             match last {
-                Step::Index(i) => ok!(unsafe { sys::napi_set_element(self.0, at, *i, s) }),
+                Step::Index(i) => napi_call!(napi_set_element(self.0, at, *i, s)),
                 Step::Key(k) => {
                     let key = self.string(k.as_bytes())?;
-                    ok!(unsafe { sys::napi_set_property(self.0, at, key, s) })
+                    napi_call!(napi_set_property(self.0, at, key, s))
                 }
             }
         }
@@ -163,38 +172,38 @@ impl Js {
 
     pub fn object(self) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_create_object(self.0, &mut v) });
+        napi_call!(napi_create_object(self.0, &mut v));
         Ok(v)
     }
 
     pub fn set(self, obj: Value, name: &str, value: Value) -> napi::Result<()> {
         let key = self.string(name.as_bytes())?;
-        ok!(unsafe { sys::napi_set_property(self.0, obj, key, value) });
+        napi_call!(napi_set_property(self.0, obj, key, value));
         Ok(())
     }
 
     /// Set a property whose name is a static C string (no key string created here).
     pub fn set_named(self, obj: Value, name: &std::ffi::CStr, value: Value) -> napi::Result<()> {
-        ok!(unsafe { sys::napi_set_named_property(self.0, obj, name.as_ptr(), value) });
+        napi_call!(napi_set_named_property(self.0, obj, name.as_ptr(), value));
         Ok(())
     }
 
     pub fn get(self, obj: Value, name: &str) -> napi::Result<Value> {
         let key = self.string(name.as_bytes())?;
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_property(self.0, obj, key, &mut v) });
+        napi_call!(napi_get_property(self.0, obj, key, &mut v));
         Ok(v)
     }
 
     pub fn element(self, array: Value, i: u32) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_element(self.0, array, i, &mut v) });
+        napi_call!(napi_get_element(self.0, array, i, &mut v));
         Ok(v)
     }
 
     pub fn type_of(self, v: Value) -> napi::Result<i32> {
         let mut t = 0;
-        ok!(unsafe { sys::napi_typeof(self.0, v, &mut t) });
+        napi_call!(napi_typeof(self.0, v, &mut t));
         Ok(t)
     }
 
@@ -205,87 +214,45 @@ impl Js {
 
     pub fn get_bool(self, v: Value) -> napi::Result<bool> {
         let mut b = false;
-        ok!(unsafe { sys::napi_get_value_bool(self.0, v, &mut b) });
+        napi_call!(napi_get_value_bool(self.0, v, &mut b));
         Ok(b)
     }
 
     pub fn get_f64(self, v: Value) -> napi::Result<f64> {
         let mut n = 0.0;
-        ok!(unsafe { sys::napi_get_value_double(self.0, v, &mut n) });
+        napi_call!(napi_get_value_double(self.0, v, &mut n));
         Ok(n)
     }
 
     /// A JavaScript string's UTF-8 bytes.
     pub fn get_string(self, v: Value) -> napi::Result<String> {
         let mut len = 0usize;
-        ok!(unsafe { sys::napi_get_value_string_utf8(self.0, v, ptr::null_mut(), 0, &mut len) });
+        napi_call!(napi_get_value_string_utf8(self.0, v, ptr::null_mut(), 0, &mut len));
         let mut buf = vec![0u8; len + 1];
         let mut written = 0usize;
-        ok!(unsafe { sys::napi_get_value_string_utf8(self.0, v, buf.as_mut_ptr().cast(), len + 1, &mut written) });
+        napi_call!(napi_get_value_string_utf8(self.0, v, buf.as_mut_ptr().cast(), len + 1, &mut written));
         buf.truncate(written);
         String::from_utf8(buf).map_err(|e| napi::Error::from_reason(e.to_string()))
     }
 
     pub fn call(self, f: Value, this: Value, args: &[Value]) -> napi::Result<Value> {
         let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_call_function(self.0, this, f, args.len(), args.as_ptr(), &mut v) });
+        napi_call!(napi_call_function(self.0, this, f, args.len(), args.as_ptr(), &mut v));
         Ok(v)
     }
 
     /// Take the pending JavaScript exception, if any.
     pub fn take_exception(self) -> Option<Value> {
         let mut pending = false;
+        // SAFETY: a query on this env's thread.
         unsafe { sys::napi_is_exception_pending(self.0, &mut pending) };
         if !pending {
             return None;
         }
         let mut v = ptr::null_mut();
+        // SAFETY: an exception is pending on this env's thread; `v` receives it.
         unsafe { sys::napi_get_and_clear_last_exception(self.0, &mut v) };
         Some(v)
-    }
-
-    pub fn reference(self, v: Value, count: u32) -> napi::Result<sys::napi_ref> {
-        let mut r = ptr::null_mut();
-        ok!(unsafe { sys::napi_create_reference(self.0, v, count, &mut r) });
-        Ok(r)
-    }
-
-    pub fn deref(self, r: sys::napi_ref) -> napi::Result<Value> {
-        let mut v = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_reference_value(self.0, r, &mut v) });
-        Ok(v)
-    }
-
-    pub fn delete_reference(self, r: sys::napi_ref) {
-        unsafe { sys::napi_delete_reference(self.0, r) };
-    }
-
-    pub fn promise(self) -> napi::Result<(sys::napi_deferred, Value)> {
-        let mut d = ptr::null_mut();
-        let mut p = ptr::null_mut();
-        ok!(unsafe { sys::napi_create_promise(self.0, &mut d, &mut p) });
-        Ok((d, p))
-    }
-
-    pub fn resolve(self, d: sys::napi_deferred, v: Value) {
-        unsafe { sys::napi_resolve_deferred(self.0, d, v) };
-    }
-
-    pub fn reject(self, d: sys::napi_deferred, v: Value) {
-        unsafe { sys::napi_reject_deferred(self.0, d, v) };
-    }
-
-    pub fn resolved(self, v: Value) -> napi::Result<Value> {
-        let (d, p) = self.promise()?;
-        self.resolve(d, v);
-        Ok(p)
-    }
-
-    pub fn rejected(self, e: &KomaError) -> napi::Result<Value> {
-        let err = self.error(e, None)?;
-        let (d, p) = self.promise()?;
-        self.reject(d, err);
-        Ok(p)
     }
 
     /// An `Error` with the protocol file's `code`; remote errors carry `remote`.
@@ -293,7 +260,7 @@ impl Js {
         let code = self.string(e.code.as_str().as_bytes())?;
         let msg = self.string(e.message.as_bytes())?;
         let mut err = ptr::null_mut();
-        ok!(unsafe { sys::napi_create_error(self.0, code, msg, &mut err) });
+        napi_call!(napi_create_error(self.0, code, msg, &mut err));
         if let Some(r) = &e.remote {
             let remote = self.object()?;
             self.set(remote, "code", self.string(r.code.as_bytes())?)?;
@@ -312,47 +279,59 @@ impl Js {
         Ok(err)
     }
 
+    /// An object's own enumerable string keys.
+    pub fn own_keys(self, obj: Value) -> napi::Result<Vec<String>> {
+        let mut names = ptr::null_mut();
+        napi_call!(napi_get_property_names(self.0, obj, &mut names));
+        let mut len = 0u32;
+        napi_call!(napi_get_array_length(self.0, names, &mut len));
+        (0..len).map(|i| self.get_string(self.element(names, i)?)).collect()
+    }
+
+    pub fn null(self) -> napi::Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_null(self.0, &mut v));
+        Ok(v)
+    }
+
+    /// Throw `error` (it becomes the pending exception).
+    pub fn throw(self, error: Value) -> napi::Result<()> {
+        napi_call!(napi_throw(self.0, error));
+        Ok(())
+    }
+
+    /// Compile and run a script (JavaScript source text); its completion value.
+    pub fn run_script(self, source: &str) -> napi::Result<Value> {
+        let source = self.string(source.as_bytes())?;
+        let mut v = ptr::null_mut();
+        napi_call!(napi_run_script(self.0, source, &mut v));
+        Ok(v)
+    }
+
+    /// An `ArrayBuffer` over `len` bytes at `data`, which `owner` keeps alive
+    /// until V8 collects the buffer (then `owner` is dropped).
+    pub fn external_array_buffer<T: 'static>(self, data: *mut u8, len: usize, owner: T) -> napi::Result<Value> {
+        unsafe extern "C" fn release<T>(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+            // SAFETY: the Box leaked below; V8 finalizes the buffer once.
+            drop(unsafe { Box::from_raw(hint.cast::<T>()) });
+        }
+        let hint = Box::into_raw(Box::new(owner));
+        let mut v = ptr::null_mut();
+        // SAFETY: `data` stays valid while `owner` lives, which is until `release` runs.
+        let status = unsafe { sys::napi_create_external_arraybuffer(self.0, data.cast(), len, Some(release::<T>), hint.cast(), &mut v) };
+        if status != sys::Status::napi_ok {
+            // SAFETY: not handed to V8: take the Box back.
+            drop(unsafe { Box::from_raw(hint) });
+            return Err(napi::Error::from_reason("could not create an external ArrayBuffer"));
+        }
+        Ok(v)
+    }
+
     pub fn global(self) -> napi::Result<Value> {
         let mut g = ptr::null_mut();
-        ok!(unsafe { sys::napi_get_global(self.0, &mut g) });
+        napi_call!(napi_get_global(self.0, &mut g));
         Ok(g)
     }
-
-    /// A native function whose `data` is freed when the function is collected.
-    pub fn function<T>(
-        self,
-        name: &str,
-        cb: unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> Value,
-        data: Box<T>,
-    ) -> napi::Result<Value> {
-        unsafe extern "C" fn free<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-            drop(unsafe { Box::from_raw(data.cast::<T>()) });
-        }
-        let raw = Box::into_raw(data);
-        let mut f = ptr::null_mut();
-        let status = unsafe {
-            sys::napi_create_function(self.0, name.as_ptr().cast(), name.len() as isize, Some(cb), raw.cast(), &mut f)
-        };
-        if status != sys::Status::napi_ok {
-            drop(unsafe { Box::from_raw(raw) });
-            return Err(napi::Error::from_reason("napi_create_function failed"));
-        }
-        ok!(unsafe { sys::napi_add_finalizer(self.0, f, raw.cast(), Some(free::<T>), ptr::null_mut(), ptr::null_mut()) });
-        Ok(f)
-    }
-}
-
-/// The `data` pointer of a native function call.
-pub unsafe fn callback_data<T>(env: sys::napi_env, info: sys::napi_callback_info) -> Option<&'static T> {
-    let mut data = ptr::null_mut();
-    let mut argc = 0usize;
-    let status = unsafe {
-        sys::napi_get_cb_info(env, info, &mut argc, ptr::null_mut(), ptr::null_mut(), &mut data)
-    };
-    if status != sys::Status::napi_ok || data.is_null() {
-        return None;
-    }
-    Some(unsafe { &*(data.cast::<T>()) })
 }
 
 type Finalize = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
@@ -395,6 +374,7 @@ thread_local! {
 
 /// The finalizer of an external string: frees its characters.
 unsafe extern "C" fn free_external(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: `hint` is the Box<Chars> leaked for this string; V8 finalizes it once.
     let chars = unsafe { Box::from_raw(hint.cast::<Chars>()) };
     let len = chars.byte_len() as i64;
     drop(chars);

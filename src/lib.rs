@@ -1,8 +1,23 @@
 //! `@koma/sdk`: the Node binding. It only converts between JavaScript and the
 //! `koma-transport` core; the protocol lives there.
+//!
+//! - `client.rs`: the `#[napi]` surface;
+//! - `delivery.rs`: completions settled in batches on the JavaScript thread;
+//! - `stream.rs`: the native side of the event iterator (`events.js`);
+//! - `call.rs`: call options, promises and abort listeners;
+//! - `handles.rs`: owned Node-API handles (references, deferreds, the
+//!   threadsafe function, native functions);
+//! - `env.rs`: what is kept per Node environment;
+//! - `js.rs`: small value helpers.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+mod call;
 mod client;
+mod delivery;
+mod env;
+mod handles;
 mod js;
+mod stream;
 mod types;
 
 pub use client::*;

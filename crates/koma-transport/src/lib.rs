@@ -10,8 +10,8 @@
 //! - [`events`]: the bounded event buffer with its overflow report;
 //! - [`lift`]: long strings cut out of values, so JavaScript does not parse them;
 //! - [`stderr`]: the ring that keeps the newest 64 KiB of stderr;
-//! - [`child`]: launching `koma sdk serve` and supervising the process;
-//! - [`connection`]: the tasks that tie these together (reader, writer, stderr drain, monitor).
+//! - [`child`]: launching `koma sdk serve` (one spawner thread) and watching the process (pidfds);
+//! - [`connection`]: the actors that tie these together (supervisor, reader, writer, stderr drain).
 //!
 //! The binding calls [`Connection`] from its JavaScript thread; completions are
 //! handed back in batches through a [`Waker`].
@@ -29,7 +29,7 @@ pub mod pending;
 pub mod quote;
 pub mod stderr;
 
-pub use connection::{Completion, Connection, ConnectionOptions, Outcome, Waker};
+pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};
 pub use error::{ErrorCode, KomaError, RemoteError};
 
 /// A stdout frame over this many bytes of JSON text is fatal (A.10).

@@ -93,6 +93,10 @@ pub struct LiftedString {
     pub chars: Chars,
 }
 
+/// A string shares its line only if it is at least 1/this of it: what a
+/// shared string keeps alive is then at most twice what it is.
+pub const SHARE_MIN_FRACTION: usize = 2;
+
 /// Where the bytes of [`Text::Source`] come from.
 pub enum Source<'a> {
     /// A buffer that is reused (a read): copy them out.
@@ -115,8 +119,16 @@ impl Lifted {
                             let range = 0..owned.len();
                             Chars::Latin1 { bytes: Arc::new(owned), range }
                         }
-                        Source::Share { line, offset } => {
+                        // Shared only with a string that is most of the line:
+                        // a short string must not keep a long line alive
+                        // (V8 is told the size of the string, not the line's).
+                        Source::Share { line, offset } if r.len() * SHARE_MIN_FRACTION >= line.len() => {
                             Chars::Latin1 { bytes: line.clone(), range: r.start + offset..r.end + offset }
+                        }
+                        Source::Share { line, offset } => {
+                            let owned = line[r.start + offset..r.end + offset].to_vec();
+                            let range = 0..owned.len();
+                            Chars::Latin1 { bytes: Arc::new(owned), range }
                         }
                     },
                     Text::Latin1(b) => {

@@ -1,0 +1,190 @@
+//! The state the connection's actors share, behind one mutex, grouped by concern.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::phase::Phase;
+use super::writer::WriterMsg;
+use super::{Completion, Outcome};
+use crate::child::Process;
+use crate::error::{ErrorCode, KomaError};
+use crate::events::EventBuffer;
+use crate::hello::Hello;
+use crate::lifecycle::Lifecycle;
+use crate::pending::PendingTable;
+use crate::stderr::StderrRing;
+
+pub(super) struct Shared {
+    pub phase: Phase,
+    pub calls: Calls,
+    pub outbox: Outbox,
+    pub session: Session,
+    pub stream: Stream,
+    pub stdin: Stdin,
+    pub stderr: StderrRing,
+    pub child: ChildSlot,
+}
+
+/// The calls the binding is waiting on, by token.
+#[derive(Default)]
+pub(super) struct Calls {
+    next_token: u64,
+    /// Written (or being written) and not yet answered.
+    pub pending: PendingTable,
+    /// Made before hello: checked and written once hello has come.
+    pub before_hello: Vec<Queued>,
+    /// `probe()` calls waiting for hello.
+    pub hello_waiters: Vec<u64>,
+    /// `close()` calls waiting for the end.
+    pub close_waiters: Vec<u64>,
+    /// The deadline of each call that has one; cancelled when the call settles.
+    pub timers: HashMap<u64, AbortHandle>,
+}
+
+pub(super) struct Queued {
+    pub token: u64,
+    pub method: String,
+    pub line: Vec<u8>,
+}
+
+/// Completions ready for the binding, and whether a wake is already due.
+#[derive(Default)]
+pub(super) struct Outbox {
+    pub completions: Vec<Completion>,
+    pub wake_scheduled: bool,
+}
+
+/// What the server said of itself, and the order of requests.
+pub(super) struct Session {
+    pub hello: Option<Arc<Hello>>,
+    pub lifecycle: Lifecycle,
+    /// The detach written; its answer is handed over after the child's exit.
+    pub detach_token: Option<u64>,
+    pub detach_answer: Option<Outcome>,
+}
+
+/// The events: the buffer, and the checks of the stream of frames.
+#[derive(Default)]
+pub(super) struct Stream {
+    pub events: EventBuffer,
+    /// The binding waits for events: wake it when some are ready.
+    pub wanted: bool,
+    pub last_seq: Option<u64>,
+    pub frames_seen: u64,
+}
+
+/// koma's stdin, as the caller's thread sees it.
+#[derive(Default)]
+pub(super) struct Stdin {
+    pub writer: Option<mpsc::UnboundedSender<WriterMsg>>,
+    /// The writer's pipe (non-blocking), for writing directly from the
+    /// caller's thread while nothing is queued: no thread hop. Cleared (under
+    /// the lock) before the writer task closes it.
+    pub fd: Option<RawFd>,
+    /// The writer task has lines queued or in progress: keep the order, queue behind them.
+    pub backlog: bool,
+}
+
+/// The child, as the supervisor shares it.
+#[derive(Default)]
+pub(super) struct ChildSlot {
+    pub process: Option<Arc<Process>>,
+    /// The supervisor has finished: the child is reaped, every task and descriptor is gone.
+    pub supervisor_done: bool,
+}
+
+/// Which waiting calls to settle.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// Only what was never written: calls queued before hello, and `probe()`s.
+    Unwritten,
+    /// Everything: also the requests written and not answered.
+    All,
+}
+
+impl Shared {
+    pub fn new() -> Self {
+        Shared {
+            phase: Phase::NotStarted,
+            calls: Calls { next_token: 1, ..Default::default() },
+            outbox: Outbox::default(),
+            session: Session { hello: None, lifecycle: Lifecycle::Fresh, detach_token: None, detach_answer: None },
+            stream: Stream::default(),
+            stdin: Stdin::default(),
+            stderr: StderrRing::default(),
+            child: ChildSlot::default(),
+        }
+    }
+
+    pub fn new_token(&mut self) -> u64 {
+        let t = self.calls.next_token;
+        self.calls.next_token += 1;
+        t
+    }
+
+    /// Hand a call's outcome to the binding (and cancel its deadline).
+    pub fn complete(&mut self, token: u64, outcome: Outcome) {
+        if let Some(timer) = self.calls.timers.remove(&token) {
+            timer.abort();
+        }
+        self.outbox.completions.push(Completion { token, outcome });
+    }
+
+    /// Settle the calls still waiting. A request that was written gets
+    /// `written(method)` (its delivery is unknown); anything else gets `unwritten`.
+    pub fn settle_calls(&mut self, scope: Scope, written: impl Fn(&str) -> KomaError, unwritten: &KomaError) {
+        if scope == Scope::All {
+            let pending: Vec<_> = self.calls.pending.drain().collect();
+            for (token, p) in pending {
+                let e = if p.written { written(&p.method) } else { unwritten.clone() };
+                if self.session.detach_token == Some(token) {
+                    self.session.detach_token = None;
+                }
+                self.complete(token, Outcome::Error(e));
+            }
+        }
+        for q in std::mem::take(&mut self.calls.before_hello) {
+            self.complete(q.token, Outcome::Error(unwritten.clone()));
+        }
+        for t in std::mem::take(&mut self.calls.hello_waiters) {
+            self.complete(t, Outcome::Error(unwritten.clone()));
+        }
+    }
+
+    /// Forget a call (aborted, or past its deadline): its late answer is
+    /// ignored, and if it was not yet written it never will be. Returns its
+    /// method, if it was still waiting.
+    pub fn forget(&mut self, token: u64) -> Option<String> {
+        if let Some(timer) = self.calls.timers.remove(&token) {
+            timer.abort();
+        }
+        if let Some(p) = self.calls.pending.abandon(token) {
+            return Some(p.method);
+        }
+        if let Some(i) = self.calls.before_hello.iter().position(|q| q.token == token) {
+            return Some(self.calls.before_hello.remove(i).method);
+        }
+        if let Some(i) = self.calls.hello_waiters.iter().position(|t| *t == token) {
+            self.calls.hello_waiters.remove(i);
+            return Some("probe".to_owned());
+        }
+        None
+    }
+
+    /// Hand the detach its answer (kept until stdout ended and the child exited).
+    pub fn complete_detach(&mut self) {
+        if let Some(t) = self.session.detach_token.take() {
+            let answer = self.session.detach_answer.take().unwrap_or_else(|| {
+                Outcome::Error(KomaError::new(
+                    ErrorCode::DeliveryUnknown,
+                    "detach was written, then koma's stdout ended without its answer",
+                ))
+            });
+            self.complete(t, answer);
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Driving a `Connection` from a test thread, the way the binding does from
+//! its JavaScript thread: a waker that counts wakes, and completions drained
+//! and kept by token.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use koma_transport::child::LaunchOptions;
+use koma_transport::events::Take;
+use koma_transport::{Closing, Connection, ConnectionOptions, Outcome, Waker};
+
+/// The koma-sim binary of this workspace, built with the same profile and
+/// target as this test (by `cargo test -p koma-sim`, or here if missing).
+pub fn sim_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test exe");
+        let dir = exe.parent().and_then(|d| d.parent()).expect("target dir").to_path_buf();
+        let sim = dir.join("koma-sim");
+        if !sim.exists() {
+            // target/<triple>/<profile>/deps/this-test: build koma-sim beside it.
+            let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            cmd.args(["build", "-p", "koma-sim"]);
+            if profile == "release" {
+                cmd.arg("--release");
+            }
+            let triple = dir.parent().and_then(|p| p.file_name()).map(|s| s.to_string_lossy().into_owned());
+            if let Some(t) = triple.filter(|t| t.contains('-')) {
+                cmd.args(["--target", &t]);
+            }
+            let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+            assert!(ok && sim.exists(), "could not build koma-sim at {}", sim.display());
+        }
+        sim
+    })
+    .clone()
+}
+
+/// Counts wakes; the test thread waits on it.
+#[derive(Default)]
+pub struct TestWaker {
+    wakes: Mutex<u64>,
+    cv: Condvar,
+}
+
+struct Wake(Arc<TestWaker>);
+
+impl Waker for Wake {
+    fn wake(&self) {
+        *self.0.wakes.lock().unwrap() += 1;
+        self.0.cv.notify_all();
+    }
+}
+
+pub struct Client {
+    pub conn: Connection,
+    waker: Arc<TestWaker>,
+    seen_wakes: u64,
+    /// Every completion drained, by token (a token completed twice shows as two).
+    pub done: HashMap<u64, Vec<Outcome>>,
+}
+
+impl Client {
+    pub fn sim(env: &[(&str, &str)]) -> Self {
+        let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![("KOMA_SIM_DELAY_MS".into(), "0".into())];
+        vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+        Self::with(LaunchOptions { executable: sim_path().into(), cwd: None, env: vars })
+    }
+
+    pub fn with(launch: LaunchOptions) -> Self {
+        let waker = Arc::new(TestWaker::default());
+        let conn = Connection::new(ConnectionOptions { launch, trace: false }, Box::new(Wake(waker.clone())));
+        Client { conn, waker, seen_wakes: 0, done: HashMap::new() }
+    }
+
+    /// Drain what is ready now.
+    pub fn pump(&mut self) {
+        for c in self.conn.drain() {
+            self.done.entry(c.token).or_default().push(c.outcome);
+        }
+    }
+
+    /// Wait (at most `limit`) for a wake, then drain. False if none came.
+    pub fn wait_wake(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut w = self.waker.wakes.lock().unwrap();
+        while *w == self.seen_wakes {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            w = self.waker.cv.wait_timeout(w, left).unwrap().0;
+        }
+        self.seen_wakes = *w;
+        drop(w);
+        self.pump();
+        true
+    }
+
+    /// The outcome of `token`, waiting for it (panics after 20 s: a hang).
+    pub fn outcome(&mut self, token: u64) -> &Outcome {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        self.pump();
+        while !self.done.contains_key(&token) {
+            assert!(Instant::now() < deadline, "token {token} never completed");
+            self.wait_wake(Duration::from_millis(100));
+        }
+        &self.done[&token][0]
+    }
+
+    /// Send a request and wait for its outcome.
+    pub fn call(&mut self, method: &str, params: Option<&str>) -> Result<serde_json::Value, String> {
+        let t = self.conn.token();
+        self.conn.request(t, method, params, None).map_err(|e| format!("{}: {}", e.code, e.message))?;
+        match self.outcome(t) {
+            Outcome::Result(raw) => Ok(serde_json::from_slice(raw.text()).expect("result json")),
+            Outcome::Error(e) => Err(format!("{}: {}", e.code, e.message)),
+            other => Err(format!("unexpected {other:?}")),
+        }
+    }
+
+    /// Close and wait until done.
+    pub fn close(&mut self) {
+        let t = self.conn.token();
+        if self.conn.close(t) == Closing::Wait {
+            assert!(matches!(self.outcome(t), Outcome::Closed));
+        }
+    }
+
+    /// Take events (as JSON arrays of [seq, name, data, ...]) until `until` holds for one.
+    pub fn events_until(&mut self, mut until: impl FnMut(&str, &serde_json::Value) -> bool) -> Vec<(u64, String, serde_json::Value)> {
+        let counters = self.conn.event_counters();
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.conn.take_events(true) {
+                Take::Batch { json, count, .. } => {
+                    let v: Vec<serde_json::Value> = serde_json::from_slice(&json).unwrap();
+                    counters.add_taken(count as u32);
+                    for e in v.chunks(3) {
+                        let item = (e[0].as_u64().unwrap(), e[1].as_str().unwrap().to_owned(), e[2].clone());
+                        let hit = until(&item.1, &item.2);
+                        seen.push(item);
+                        if hit {
+                            return seen;
+                        }
+                    }
+                }
+                Take::Overflow { .. } => {}
+                Take::Empty => {
+                    assert!(Instant::now() < deadline, "no matching event; saw {seen:?}");
+                    self.wait_wake(Duration::from_millis(100));
+                }
+                Take::Ended(end) => panic!("events ended ({end:?}) before a match; saw {seen:?}"),
+            }
+        }
+    }
+}
+
+/// Descriptors open in this process now.
+pub fn open_fds() -> Vec<String> {
+    let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| {
+            let target = std::fs::read_link(e.path()).map(|p| p.display().to_string()).unwrap_or_default();
+            format!("{} -> {target}", e.file_name().to_string_lossy())
+        }).collect())
+        .unwrap_or_default();
+    fds.sort();
+    fds
+}
+
+/// Is this pid alive (not reaped)? And is any process left in group `pgid`?
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Is a process of group `pgid` still running (a zombie counts as gone)?
+pub fn group_alive(pgid: i32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        let Some(rest) = stat.rfind(')').map(|i| stat[i + 1..].to_owned()) else { return false };
+        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+        f.len() > 2 && f[2].parse::<i32>() == Ok(pgid) && f[0] != "Z" && f[0] != "X"
+    })
+}
+
+/// Tests that count this process's descriptors or processes take this, and
+/// so does every other test of their file: they run one at a time.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,88 @@
+//! A `Connection` driven against koma-sim, as the binding drives it: calls
+//! by token, completions drained after a wake.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{alive, group_alive, open_fds, serial, Client};
+use koma_transport::{Closing, ErrorCode, Outcome, Probe};
+
+#[test]
+fn a_session_from_probe_to_detach() {
+    let _serial = serial();
+    let mut c = Client::sim(&[("KOMA_SIM_HOME", &tempdir())]);
+    let t = c.conn.token();
+    assert!(matches!(c.conn.probe(t, None).unwrap(), Probe::Wait));
+    let Outcome::Hello(h) = c.outcome(t) else { panic!("no hello") };
+    assert!(h.supports("submit"));
+    let created = c.call("create", Some("{}")).unwrap();
+    assert!(created["session"].is_string());
+    let turn = c.call("submit", Some(r#"{"text":"hello"}"#)).unwrap()["turn"].as_str().unwrap().to_owned();
+    let seen = c.events_until(|name, data| name == "turn_finished" && data["turn"] == turn.as_str());
+    let output: String = seen.iter().filter(|e| e.1 == "output").map(|e| e.2["text"].as_str().unwrap()).collect();
+    assert!(output.contains("you said \"hello\""), "{output}");
+    let pid = c.conn.pid().unwrap() as i32;
+    assert_eq!(c.call("detach", None).unwrap(), serde_json::json!({}));
+    assert!(!alive(pid), "detach resolves after the exit (and the reap)");
+    assert_eq!(c.call("state", None).unwrap_err().split(':').next(), Some("lifecycle"));
+    c.close();
+}
+
+#[test]
+fn close_while_spawning_stops_the_child_before_it_resolves() {
+    let _serial = serial();
+    let before = open_fds();
+    for _ in 0..10 {
+        let mut c = Client::sim(&[]);
+        let t = c.conn.token();
+        c.conn.request(t, "state", None, None).unwrap();
+        let ct = c.conn.token();
+        assert_eq!(c.conn.close(ct), Closing::Wait);
+        assert!(matches!(c.outcome(ct), Outcome::Closed));
+        assert!(matches!(c.outcome(t), Outcome::Error(e) if e.code == ErrorCode::Closed));
+        assert!(c.conn.is_closed());
+    }
+    assert_eq!(open_fds(), before, "no descriptor left");
+}
+
+#[test]
+fn a_killed_child_fails_pending_calls_and_its_group_is_gone() {
+    let _serial = serial();
+    let mut c = Client::sim(&[("KOMA_SIM_FAULT", "hold,spawn_tool")]);
+    let p = c.conn.token();
+    c.conn.probe(p, None).unwrap();
+    c.outcome(p);
+    let pid = c.conn.pid().unwrap() as i32;
+    let t = c.conn.token();
+    c.conn.request(t, "state", None, None).unwrap();
+    // SAFETY: SIGKILL to the sim we started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let Outcome::Error(e) = c.outcome(t) else { panic!() };
+    assert_eq!(e.code, ErrorCode::DeliveryUnknown, "{}", e.message);
+    assert!(e.message.contains("SIGKILL"), "{}", e.message);
+    c.close();
+    assert!(!alive(pid) && !group_alive(pid), "koma and its tool are gone when close is done");
+}
+
+#[test]
+fn a_deadline_settles_once_and_is_cancelled_when_the_answer_comes() {
+    let _serial = serial();
+    let mut c = Client::sim(&[("KOMA_SIM_FAULT", "never_answer")]);
+    let t = c.conn.token();
+    c.conn.request(t, "state", None, Some(Duration::from_millis(50))).unwrap();
+    let Outcome::Error(e) = c.outcome(t) else { panic!() };
+    assert_eq!(e.code, ErrorCode::Timeout);
+    c.close();
+    assert_eq!(c.done[&t].len(), 1, "settled once");
+}
+
+fn tempdir() -> String {
+    let dir = std::env::temp_dir().join(format!("koma-transport-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.display().to_string()
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
