@@ -78,6 +78,13 @@ export declare class Client {
   [globalThis.Symbol.asyncDispose](this: this): Promise<void>
 }
 
+/**
+ * Internal counts of this process, for the package's own tests (not part of
+ * the API): connections whose memory is still held, and call deadlines
+ * still running.
+ */
+export declare function __census(): Census
+
 /** Data of `approval_requested`: answer with `approve`. */
 export interface ApprovalRequestedData {
   turn: string
@@ -120,6 +127,12 @@ export interface CallOptions {
    * request was already written, its late answer is ignored.
    */
   timeout?: number
+}
+
+/** What `__census()` returns (internal, for tests). */
+export interface Census {
+  connections: number
+  timers: number
 }
 
 /** Options of `new Client(...)`. */

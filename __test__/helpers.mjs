@@ -94,3 +94,52 @@ export async function runNode(script, env = {}) {
   const [code] = await once(child, "exit");
   return { code, out: out.trim() };
 }
+
+/** The processes this process has started and not reaped (from every thread's `children`). */
+export function childPids() {
+  const { readdirSync, readFileSync } = require("node:fs");
+  const pids = [];
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      pids.push(...readFileSync(`/proc/${process.pid}/task/${tid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+/** This process's open descriptors, as "fd -> target" lines. */
+export function openFds() {
+  const { readdirSync, readlinkSync } = require("node:fs");
+  const out = [];
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      out.push(`${fd} -> ${readlinkSync(`/proc/self/fd/${fd}`)}`);
+    } catch {
+      // the descriptor of the readdir itself, closed meanwhile
+    }
+  }
+  return out.sort();
+}
+
+/** Whether a process of group `pgid` is still running (a zombie counts as gone). */
+export function groupAlive(pgid) {
+  const { readdirSync, readFileSync } = require("node:fs");
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).some((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return Number(f[2]) === pgid && f[0] !== "Z" && f[0] !== "X";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Run a script (CommonJS source) in a new Node process with `flags`; its exit code, stdout and stderr. */
+export function runScript(source, { env = {}, flags = [], timeout = 120000 } = {}) {
+  const { spawnSync } = require("node:child_process");
+  const r = spawnSync(process.execPath, [...flags, "-e", source], { encoding: "utf8", env: { ...process.env, ...env }, timeout, maxBuffer: 64 << 20 });
+  return { code: r.status, signal: r.signal, out: r.stdout, err: r.stderr };
+}

@@ -1,12 +1,12 @@
-// `npm test`: cargo tests, the build, a check that the committed index.js and
-// index.d.ts are what the build generates, the Node tests (a count of zero
-// fails), the typings under `tsc --strict`, and a smoke run of the benchmark.
+// `npm test`: formatting and lints of the Rust code, cargo tests, the build,
+// a check that the committed index.js and index.d.ts are what the build
+// generates, the Node tests (a count of zero fails), the typings under
+// `tsc --strict`, and a smoke run of the benchmark.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { root, runNodeTests } from "./node-tests.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
 const step = (name) => console.log(`\n=== ${name}`);
 const run = (cmd, args, opts = {}) => {
@@ -17,6 +17,12 @@ const run = (cmd, args, opts = {}) => {
   }
   return r;
 };
+
+step("cargo fmt --check");
+run("cargo", ["fmt", "--all", "--check"]);
+
+step("cargo clippy (every crate and target, warnings denied)");
+run("cargo", ["clippy", "--release", "--target", host, "--workspace", "--all-targets", "--", "-D", "warnings"]);
 
 step("cargo test (core, simulator)");
 run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim"]);
@@ -34,22 +40,12 @@ for (const f of generated) {
 console.log("index.js and index.d.ts match the build");
 
 step("node tests");
-const files = readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).map((f) => join("__test__", f));
-if (files.length === 0) {
-  console.error("no test files in __test__/");
+const node = runNodeTests();
+if (!node.ok) {
+  console.error(`node tests: ${node.tests} tests, ${node.pass} passed, ${node.fail} failed (exit ${node.status})`);
   process.exit(1);
 }
-const node = spawnSync(process.execPath, ["--test", "--test-reporter=tap", "--test-concurrency=2", ...files], {
-  cwd: root, encoding: "utf8", maxBuffer: 256 << 20,
-});
-process.stdout.write(node.stdout);
-process.stderr.write(node.stderr);
-const count = (k) => Number((node.stdout.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
-const [tests, pass, fail] = [count("tests"), count("pass"), count("fail")];
-if (node.status !== 0 || !(tests > 0) || fail !== 0 || pass !== tests) {
-  console.error(`node tests: ${tests} tests, ${pass} passed, ${fail} failed (exit ${node.status})`);
-  process.exit(1);
-}
+const { pass, fail } = node;
 
 step("typings (tsc --strict)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);

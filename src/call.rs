@@ -150,10 +150,10 @@ impl Ctx {
             Some(signal) => match AbortListener::attach(js, self, token, signal) {
                 Ok(a) => Some(a),
                 Err(e) => {
-                    let _ = js.take_exception();
+                    let why = js.take_exception().and_then(|exc| js.message_of(exc)).unwrap_or(e.reason);
                     let err = KomaError::new(
                         ErrorCode::InvalidParams,
-                        format!("options: could not listen to `signal` ({}); `{what}` was not sent", e.reason),
+                        format!("options: could not listen to `signal` ({why}); `{what}` was not sent"),
                     );
                     deferred.reject_with(js, &err, None);
                     return Ok(promise);

@@ -16,6 +16,7 @@ use crate::delivery::{Ctx, JsState};
 use crate::env::EnvData;
 use crate::handles::{Deferred, OwnedRef, Tsfn, TsfnWaker};
 use crate::js::{Js, Value};
+use crate::types::Census;
 
 /// A raw JavaScript value returned as is (the typings say what it is).
 pub struct Raw(Value);
@@ -374,4 +375,13 @@ impl Ctx {
         let out = out.map_err(|_| fail("params cannot be sent as JSON"))?;
         js.get_string(out).map(Some).map_err(|_| fail("params cannot be sent as JSON"))
     }
+}
+
+/// Internal counts of this process, for the package's own tests (not part of
+/// the API): connections whose memory is still held, and call deadlines
+/// still running.
+#[napi(js_name = "__census", catch_unwind)]
+pub fn census() -> Census {
+    let c = koma_transport::connection::census();
+    Census { connections: c.connections as u32, timers: c.timers as u32 }
 }

@@ -255,6 +255,22 @@ impl Js {
         Some(v)
     }
 
+    /// The `message` of a thrown value (or the value itself, if a string).
+    pub fn message_of(self, thrown: Value) -> Option<String> {
+        let t = self.type_of(thrown).ok()?;
+        let text = if t == sys::ValueType::napi_string {
+            thrown
+        } else if t == sys::ValueType::napi_object {
+            let m = self.get(thrown, "message").ok()?;
+            (self.type_of(m).ok()? == sys::ValueType::napi_string).then_some(m)?
+        } else {
+            return None;
+        };
+        let r = self.get_string(text).ok();
+        let _ = self.take_exception();
+        r
+    }
+
     /// An `Error` with the protocol file's `code`; remote errors carry `remote`.
     pub fn error(self, e: &KomaError, json_parse: Option<Value>) -> napi::Result<Value> {
         let code = self.string(e.code.as_str().as_bytes())?;

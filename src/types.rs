@@ -8,6 +8,13 @@ use std::collections::HashMap;
 use napi::bindgen_prelude::{Either, Either8};
 use napi_derive::napi;
 
+/// What `__census()` returns (internal, for tests).
+#[napi(object)]
+pub struct Census {
+    pub connections: u32,
+    pub timers: u32,
+}
+
 /// Options of `new Client(...)`.
 #[napi(object)]
 pub struct ClientOptions {

@@ -6,9 +6,10 @@
 //   fail        → a remote error whose message is 6,000 bytes
 //   broken      → an event whose long string holds a raw control character
 //   stray       → an event with a long string outside `data` (a field the client drops)
+//   blobpad {blob, pad} → {blob: "b" × blob, pad: "p" × pad}
 import { CASES, eventLine } from "./long-strings-cases.mjs";
 
-const caps = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure", "cases", "case", "emit", "fail", "stray", "broken"];
+const caps = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure", "cases", "case", "emit", "fail", "stray", "broken", "blobpad"];
 const out = (line) => process.stdout.write(line + "\n");
 out(JSON.stringify({ type: "hello", protocol: 1, binary: { path: "long-strings", version: "0" }, diagnostics: [], capabilities: caps }));
 
@@ -33,6 +34,10 @@ process.stdin.on("data", (chunk) => {
         // Several events per write: their strings share one batch.
         process.stdout.write(CASES.map((_, i) => eventLine(++seq, i) + "\n").join(""));
         out(`{"id":${id},"result":{"count":${CASES.length}}}`);
+        break;
+      case "blobpad":
+        // A short long string beside a much longer one, in one result.
+        out(`{"id":${id},"result":{"blob":"${"b".repeat(req.params.blob)}","pad":"${"p".repeat(req.params.pad)}"}}`);
         break;
       case "fail":
         out(`{"id":${id},"error":{"code":"busy","message":${JSON.stringify("m".repeat(6000))}}}`);

@@ -198,6 +198,23 @@ struct Inner {
     counters: Arc<EventCounters>,
 }
 
+/// Live counts of this process, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Census {
+    /// Connections whose memory is still held (by the binding or a task).
+    pub connections: usize,
+    /// Call deadlines still running.
+    pub timers: usize,
+}
+
+static LIVE_CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub(crate) static LIVE_TIMERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many connections and deadlines are alive in this process.
+pub fn census() -> Census {
+    Census { connections: LIVE_CONNECTIONS.load(Ordering::SeqCst), timers: LIVE_TIMERS.load(Ordering::SeqCst) }
+}
+
 /// One client's connection. Cheap to clone.
 #[derive(Clone)]
 pub struct Connection {
@@ -222,6 +239,7 @@ pub enum Closing {
 
 impl Connection {
     pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
+        LIVE_CONNECTIONS.fetch_add(1, Ordering::SeqCst);
         Connection {
             inner: Arc::new(Inner {
                 shared: Mutex::new(Shared::new()),
@@ -450,9 +468,7 @@ impl Connection {
         for t in std::mem::take(&mut s.calls.close_waiters) {
             s.complete(t, Outcome::Closed);
         }
-        for (_, timer) in s.calls.timers.drain() {
-            timer.abort();
-        }
+        s.calls.timers.clear(); // cancelled as they drop
     }
 
     /// Ask the supervisor to stop the child; a stronger request replaces a weaker one.
@@ -519,6 +535,12 @@ impl Connection {
             drop(s);
             self.inner.waker.wake();
         }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        LIVE_CONNECTIONS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -5,7 +5,6 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
 
 use super::phase::Phase;
 use super::writer::WriterMsg;
@@ -42,7 +41,7 @@ pub(super) struct Calls {
     /// `close()` calls waiting for the end.
     pub close_waiters: Vec<u64>,
     /// The deadline of each call that has one; cancelled when the call settles.
-    pub timers: HashMap<u64, AbortHandle>,
+    pub timers: HashMap<u64, super::timers::Deadline>,
 }
 
 pub(super) struct Queued {
@@ -128,9 +127,7 @@ impl Shared {
 
     /// Hand a call's outcome to the binding (and cancel its deadline).
     pub fn complete(&mut self, token: u64, outcome: Outcome) {
-        if let Some(timer) = self.calls.timers.remove(&token) {
-            timer.abort();
-        }
+        self.calls.timers.remove(&token); // cancelled as it drops
         self.outbox.completions.push(Completion { token, outcome });
     }
 
@@ -159,9 +156,7 @@ impl Shared {
     /// ignored, and if it was not yet written it never will be. Returns its
     /// method, if it was still waiting.
     pub fn forget(&mut self, token: u64) -> Option<String> {
-        if let Some(timer) = self.calls.timers.remove(&token) {
-            timer.abort();
-        }
+        self.calls.timers.remove(&token); // cancelled as it drops
         if let Some(p) = self.calls.pending.abandon(token) {
             return Some(p.method);
         }

@@ -20,16 +20,44 @@ impl Connection {
                 Connection { inner }.expire(token, after);
             }
         });
-        s.calls.timers.insert(token, task.abort_handle());
+        s.calls.timers.insert(token, Deadline::new(task.abort_handle()));
     }
 
     fn expire(&self, token: u64, after: Duration) {
         let mut s = self.inner.lock();
-        s.calls.timers.remove(&token); // this task is ending: nothing to cancel
+        if let Some(d) = s.calls.timers.remove(&token) {
+            d.fired(); // this task is ending: nothing to cancel
+        }
         if let Some(method) = s.forget(token) {
             let e = KomaError::new(ErrorCode::Timeout, format!("`{method}` was not answered within {} ms", after.as_millis()));
             s.complete(token, Outcome::Error(e));
             self.wake_if_needed(s);
         }
+    }
+}
+
+
+/// A registered deadline: cancelled when dropped, unless it fired. Counted
+/// (see [`super::census`]) from registration until it fires or is cancelled.
+pub(super) struct Deadline(Option<tokio::task::AbortHandle>);
+
+impl Deadline {
+    fn new(task: tokio::task::AbortHandle) -> Self {
+        super::LIVE_TIMERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Deadline(Some(task))
+    }
+
+    /// Its task is the one running: nothing to cancel.
+    fn fired(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+        super::LIVE_TIMERS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -1,0 +1,34 @@
+// `npm run test:stress`: the Node tests 20 times in a row (`--rounds N`) with
+// a busy loop on every core, as a shared CI machine may be loaded. Tests that
+// count descriptors, threads or processes must hold right after the call
+// they check returns, busy machine or not.
+import { spawn } from "node:child_process";
+import { availableParallelism } from "node:os";
+import { runNodeTests } from "./node-tests.mjs";
+
+const argv = process.argv.slice(2);
+const at = argv.indexOf("--rounds");
+const rounds = at >= 0 ? Number(argv[at + 1]) : 20;
+
+const loops = Array.from({ length: availableParallelism() }, () =>
+  spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+const stopLoops = () => loops.forEach((l) => l.kill("SIGKILL"));
+process.on("exit", stopLoops);
+console.log(`test:stress: ${rounds} rounds of the Node tests, ${loops.length} busy loop(s) running`);
+
+let failed = 0;
+const started = Date.now();
+for (let i = 1; i <= rounds; i++) {
+  const t0 = Date.now();
+  const r = runNodeTests({ quiet: true });
+  const secs = ((Date.now() - t0) / 1000).toFixed(0);
+  console.log(`round ${i}/${rounds}: ${r.pass}/${r.tests} passed, ${r.fail} failed (${secs} s)`);
+  if (!r.ok) {
+    failed++;
+    const failures = r.output.split("\n").filter((l) => /^\s*not ok /.test(l) || /^\s+(error|message|code):/.test(l));
+    console.log(failures.slice(0, 40).join("\n"));
+  }
+}
+stopLoops();
+console.log(`test:stress: ${rounds - failed} of ${rounds} rounds passed in ${((Date.now() - started) / 60000).toFixed(1)} min`);
+process.exit(failed === 0 ? 0 : 1);
