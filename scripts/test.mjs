@@ -1,6 +1,7 @@
 // `npm test`: cargo tests, the build, a check that the committed index.js and
-// index.d.ts are what the build generates, the Node tests (a count of zero
-// fails), the typings under `tsc --strict`, and a smoke run of the benchmark.
+// index.d.ts are what the build generates, `npm run release:dry` on that build,
+// the Node tests (a count of zero fails), the typings under `tsc --strict`, and
+// a smoke run of the benchmark.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -32,6 +33,9 @@ for (const f of generated) {
   }
 }
 console.log("index.js and index.d.ts match the build");
+
+step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
+run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
 
 step("node tests");
 const files = readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).map((f) => join("__test__", f));
