@@ -1,7 +1,8 @@
 // `npm test`: formatting and lints of the Rust code, cargo tests, the build,
 // a check that the committed index.js and index.d.ts are what the build
-// generates, the Node tests (a count of zero fails), the typings under
-// `tsc --strict`, and a smoke run of the benchmark.
+// generates, `npm run release:dry` on that build, the Node tests (a count of
+// zero fails), the typings under `tsc --strict`, and a smoke run of the
+// benchmark.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,6 +39,9 @@ for (const f of generated) {
   }
 }
 console.log("index.js and index.d.ts match the build");
+
+step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
+run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
 
 step("node tests");
 const node = runNodeTests();

@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// The `koma-sim` command of an installed @koma/sdk: runs this platform's
+// koma-sim (see sim.js for where it is found) with the same arguments and
+// standard streams, and ends the way it ends.
+"use strict";
+
+const { spawn } = require("node:child_process");
+
+let path;
+try {
+  path = require("../sim.js").simPath;
+} catch (err) {
+  console.error(err.message);
+  process.exit(1);
+}
+
+const child = spawn(path, process.argv.slice(2), { stdio: "inherit" });
+const forwarded = ["SIGINT", "SIGTERM", "SIGHUP"];
+for (const signal of forwarded) process.on(signal, () => child.kill(signal));
+child.on("error", (err) => {
+  console.error(`koma-sim: cannot run ${path}: ${err.message}`);
+  process.exit(1);
+});
+child.on("exit", (code, signal) => {
+  if (signal) {
+    // End by the same signal, so that a caller sees what the child saw.
+    for (const s of forwarded) process.removeAllListeners(s);
+    process.kill(process.pid, signal);
+    return;
+  }
+  process.exit(code);
+});

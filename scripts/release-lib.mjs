@@ -1,0 +1,408 @@
+// The pieces of a release, shared by scripts/release-dry.mjs (and so by the
+// release workflow, which runs it on every runner) and __test__/package.test.mjs:
+// lay out the main package and a per-platform package, pack them, check what a
+// tarball holds (reading the tarball itself: names, modes, and the headers of
+// its binaries), and install tarballs offline into an empty folder and run a
+// turn there.
+//
+// Only readTargets() needs the dev dependencies (@napi-rs/cli); the rest uses
+// Node's built-ins and npm, so `--install` also runs in a bare Node container.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+
+/** The napi targets of package.json, each with napi-rs's own names for it. */
+export async function readTargets() {
+  const { parseTriple } = await import("@napi-rs/cli");
+  const { napi } = rootManifest();
+  return napi.targets.map((triple) => {
+    const t = parseTriple(triple);
+    const libc = t.platform === "linux" ? (t.abi === "musl" ? "musl" : "glibc") : null;
+    return { triple, abi: t.platformArchABI, platform: t.platform, arch: t.arch, libc };
+  });
+}
+
+/** The Rust host triple (what `cargo build` builds for by default). */
+export function rustHost() {
+  return execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+}
+
+/**
+ * The platform package this Node would load (napi-rs's suffix, e.g.
+ * "linux-x64-musl"), found the way sim.js and index.js find it.
+ */
+export function hostPlatform() {
+  const { platform, arch } = process;
+  if (platform === "win32") return `win32-${arch}-msvc`;
+  if (platform !== "linux") return `${platform}-${arch}`;
+  let libc = "gnu";
+  try {
+    libc = readFileSync("/usr/bin/ldd", "utf8").includes("musl") ? "musl" : "gnu";
+  } catch {
+    const report = process.report.getReport();
+    if (!report.header.glibcVersionRuntime && (report.sharedObjects || []).some((f) => /libc\.musl-|ld-musl-/.test(f))) libc = "musl";
+  }
+  return arch === "arm" ? `linux-arm-${libc}eabihf` : `linux-${arch}-${libc}`;
+}
+
+export const binaryName = () => rootManifest().napi.binaryName;
+const simFile = (platform) => (platform === "win32" ? "koma-sim.exe" : "koma-sim");
+
+const npmEnv = () => {
+  const env = { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" };
+  for (const k of Object.keys(env)) if (/^npm_(lifecycle|package)_/.test(k)) delete env[k];
+  return env;
+};
+export const npm = (args, cwd, env = npmEnv()) => execFileSync("npm", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+// ---------------------------------------------------------------- layout
+
+/**
+ * Lay out the main package in `dir`: what `npm pack` takes from the repository
+ * (the `files` of package.json), and a package.json that names every
+ * per-platform package in optionalDependencies, at this version, as
+ * `napi prepublish` writes it.
+ */
+export async function layoutMain(dir) {
+  const targets = await readTargets();
+  const manifest = rootManifest();
+  const [listing] = JSON.parse(npm(["pack", "--dry-run", "--json", "--ignore-scripts"], root));
+  mkdirSync(dir, { recursive: true });
+  for (const { path } of listing.files) {
+    if (path === "package.json") continue;
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    copyFileSync(join(root, path), join(dir, path));
+  }
+  manifest.optionalDependencies = Object.fromEntries(targets.map((t) => [`${manifest.name}-${t.abi}`, manifest.version]));
+  writeFileSync(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  return dir;
+}
+
+/**
+ * Lay out the package of one target in `dir`: npm/<abi>/ with the version of
+ * the main package, the addon built for it, and koma-sim built for it
+ * (target/<triple>/release/).
+ */
+export function layoutPlatform(target, dir) {
+  const manifest = JSON.parse(readFileSync(join(root, "npm", target.abi, "package.json"), "utf8"));
+  manifest.version = rootManifest().version;
+  const addon = `${binaryName()}.${target.abi}.node`;
+  const sim = join(root, "target", target.triple, "release", simFile(target.platform));
+  for (const [what, path] of [["the addon", join(root, addon)], ["koma-sim", sim]]) {
+    if (!existsSync(path)) throw new Error(`layout of ${target.abi}: ${what} is not built (${path}); run \`node scripts/build.mjs --target ${target.triple}\``);
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  copyFileSync(join(root, "npm", target.abi, "README.md"), join(dir, "README.md"));
+  copyFileSync(join(root, addon), join(dir, addon));
+  copyFileSync(sim, join(dir, simFile(target.platform)));
+  chmodSync(join(dir, simFile(target.platform)), 0o755);
+  return dir;
+}
+
+/** `npm pack` a laid-out package into `dest`; the tarball's path. */
+export function pack(dir, dest) {
+  mkdirSync(dest, { recursive: true });
+  const [packed] = JSON.parse(npm(["pack", "--json", "--ignore-scripts", "--pack-destination", dest], dir));
+  return join(dest, packed.filename);
+}
+
+// ---------------------------------------------------------------- reading tarballs
+
+/** The entries of a .tgz: [{path (without "package/"), mode, data}]. */
+export function readTarball(file) {
+  const buf = gunzipSync(readFileSync(file));
+  const entries = [];
+  const str = (b) => b.toString("utf8", 0, b.indexOf(0) === -1 ? b.length : b.indexOf(0));
+  const octal = (b) => parseInt(str(b).trim() || "0", 8);
+  let paxPath = null;
+  for (let off = 0; off + 512 <= buf.length; ) {
+    const h = buf.subarray(off, off + 512);
+    if (h.every((b) => b === 0)) break;
+    const size = octal(h.subarray(124, 136));
+    const type = String.fromCharCode(h[156] || 48);
+    const data = buf.subarray(off + 512, off + 512 + size);
+    off += 512 + Math.ceil(size / 512) * 512;
+    if (type === "x") {
+      const m = data.toString("utf8").match(/^\d+ path=(.*)$/m);
+      paxPath = m ? m[1] : null;
+      continue;
+    }
+    if (type === "g") continue;
+    const prefix = str(h.subarray(345, 500));
+    const name = paxPath ?? (prefix ? `${prefix}/${str(h.subarray(0, 100))}` : str(h.subarray(0, 100)));
+    paxPath = null;
+    if (type !== "0" && type !== "\0") continue; // npm packs regular files only
+    entries.push({ path: name.replace(/^[^/]+\//, ""), mode: octal(h.subarray(100, 108)), data });
+  }
+  return entries;
+}
+
+// ---------------------------------------------------------------- binaries
+
+const ELF_MACHINES = { 62: "x64", 183: "arm64", 3: "ia32", 40: "arm" };
+const MACHO_CPUS = { 0x01000007: "x64", 0x0100000c: "arm64" };
+const PE_MACHINES = { 0x8664: "x64", 0xaa64: "arm64", 0x14c: "ia32" };
+
+/**
+ * What a binary is, from its headers: {format: "elf"|"macho"|"pe", cpu,
+ * kind: "executable"|"shared", libc: "glibc"|"musl"|"static"|null, needs},
+ * or null when it is not a binary.
+ */
+export function inspectBinary(data) {
+  if (data.length >= 64 && data.readUInt32BE(0) === 0x7f454c46) return inspectElf(data);
+  if (data.length >= 32 && data.readUInt32LE(0) === 0xfeedfacf) {
+    const filetype = data.readUInt32LE(12);
+    return { format: "macho", cpu: MACHO_CPUS[data.readUInt32LE(4)] ?? `cputype ${data.readUInt32LE(4)}`, kind: filetype === 2 ? "executable" : filetype === 6 || filetype === 8 ? "shared" : `filetype ${filetype}`, libc: null, needs: [] };
+  }
+  if (data.length >= 8 && [0xcafebabe, 0xcafebabf].includes(data.readUInt32BE(0))) return { format: "macho-universal", cpu: "several", kind: "unknown", libc: null, needs: [] };
+  if (data.length >= 64 && data.readUInt16LE(0) === 0x5a4d) {
+    const pe = data.readUInt32LE(0x3c);
+    if (pe + 24 <= data.length && data.readUInt32LE(pe) === 0x00004550) {
+      const characteristics = data.readUInt16LE(pe + 22);
+      return { format: "pe", cpu: PE_MACHINES[data.readUInt16LE(pe + 4)] ?? "unknown", kind: characteristics & 0x2000 ? "shared" : "executable", libc: null, needs: [] };
+    }
+  }
+  return null;
+}
+
+function inspectElf(data) {
+  if (data[4] !== 2 || data[5] !== 1) return { format: "elf", cpu: `class ${data[4]} data ${data[5]}`, kind: "unknown", libc: null, needs: [] };
+  const type = data.readUInt16LE(16);
+  const cpu = ELF_MACHINES[data.readUInt16LE(18)] ?? `machine ${data.readUInt16LE(18)}`;
+  const phoff = Number(data.readBigUInt64LE(32));
+  const phentsize = data.readUInt16LE(54);
+  const phnum = data.readUInt16LE(56);
+  const segments = [];
+  for (let i = 0; i < phnum; i++) {
+    const p = phoff + i * phentsize;
+    segments.push({
+      type: data.readUInt32LE(p),
+      offset: Number(data.readBigUInt64LE(p + 8)),
+      vaddr: Number(data.readBigUInt64LE(p + 16)),
+      filesz: Number(data.readBigUInt64LE(p + 32)),
+    });
+  }
+  const cstr = (at) => data.toString("latin1", at, data.indexOf(0, at));
+  const interpSeg = segments.find((s) => s.type === 3);
+  const interp = interpSeg ? cstr(interpSeg.offset) : null;
+  const needs = [];
+  const dyn = segments.find((s) => s.type === 2);
+  if (dyn) {
+    const entries = [];
+    for (let at = dyn.offset; at + 16 <= dyn.offset + dyn.filesz; at += 16) {
+      const tag = Number(data.readBigInt64LE(at));
+      if (tag === 0) break;
+      entries.push([tag, Number(data.readBigUInt64LE(at + 8))]);
+    }
+    const strtab = entries.find(([tag]) => tag === 5)?.[1];
+    const load = segments.find((s) => s.type === 1 && strtab >= s.vaddr && strtab < s.vaddr + s.filesz);
+    if (load) for (const [tag, val] of entries) if (tag === 1) needs.push(cstr(strtab - load.vaddr + load.offset + val));
+  }
+  let libc = "static";
+  if ((interp && /ld-musl/.test(interp)) || needs.some((n) => /musl/.test(n) || n === "libc.so")) libc = "musl";
+  else if ((interp && /ld-linux/.test(interp)) || needs.includes("libc.so.6")) libc = "glibc";
+  // ET_DYN with an interpreter is a position-independent executable.
+  const kind = type === 2 || (type === 3 && interp) ? "executable" : type === 3 ? "shared" : `type ${type}`;
+  return { format: "elf", cpu, kind, libc, needs, interp };
+}
+
+const FORMATS = { linux: "elf", darwin: "macho", win32: "pe" };
+
+/** Check one binary against a target; a description of it, or throws. */
+function checkBinary(label, data, target, kind) {
+  const info = inspectBinary(data);
+  if (!info) throw new Error(`${label}: not a binary`);
+  const problems = [];
+  if (info.format !== FORMATS[target.platform]) problems.push(`format ${info.format}, not ${FORMATS[target.platform]}`);
+  if (info.cpu !== target.arch) problems.push(`cpu ${info.cpu}, not ${target.arch}`);
+  // A static kind of executable runs on either C library; the addon is loaded into Node and must use Node's.
+  if (target.libc && info.libc !== target.libc && !(kind === "executable" && info.libc === "static")) {
+    problems.push(`C library ${info.libc} (needs ${info.needs.join(", ") || "nothing"}${info.interp ? `, interpreter ${info.interp}` : ""}), not ${target.libc}`);
+  }
+  if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static")) problems.push(`a ${info.kind}, not a ${kind}`);
+  if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
+  return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}`;
+}
+
+// ---------------------------------------------------------------- checks
+
+const manifestOf = (entries, file) => {
+  const e = entries.find((x) => x.path === "package.json");
+  if (!e) throw new Error(`${basename(file)}: no package.json`);
+  return JSON.parse(e.data.toString("utf8"));
+};
+
+/** Which package a tarball holds (its package.json's name and version). */
+export function tarballPackage(file) {
+  const { name, version } = manifestOf(readTarball(file), file);
+  return { name, version };
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const fail = (msg) => {
+  throw new Error(msg);
+};
+
+/**
+ * The main package: the repository's `files` and nothing else, no binary of
+ * any kind, optionalDependencies naming every platform package at its own
+ * version, and the koma-sim command as a JavaScript file. One line of report.
+ */
+export function checkMain(file, { targets }) {
+  const { name, version, files: declared, bin } = rootManifest();
+  const entries = readTarball(file);
+  const m = manifestOf(entries, file);
+  const id = `${name}@${version}`;
+  if (m.name !== name || m.version !== version) fail(`${basename(file)}: holds ${m.name}@${m.version}, not ${id}`);
+  for (const field of ["os", "cpu", "libc"]) if (m[field] !== undefined) fail(`${id}: the main package must not restrict ${field} (it is ${JSON.stringify(m[field])})`);
+  const expected = new Set(["package.json", ...declared]);
+  const paths = entries.map((e) => e.path);
+  for (const p of paths) if (!expected.has(p)) fail(`${id}: carries ${p}, which is not in package.json's files`);
+  for (const p of expected) if (!paths.includes(p)) fail(`${id}: lacks ${p}`);
+  for (const e of entries) {
+    const info = inspectBinary(e.data);
+    if (info || e.path.endsWith(".node") || /(^|\/)koma-sim(\.exe)?$/.test(e.path)) fail(`${id}: carries a platform binary: ${e.path}${info ? ` (${info.format} ${info.cpu})` : ""}`);
+  }
+  const wanted = Object.fromEntries(targets.map((t) => [`${name}-${t.abi}`, version]));
+  if (!same(m.optionalDependencies, wanted)) fail(`${id}: optionalDependencies are ${JSON.stringify(m.optionalDependencies)}, not ${JSON.stringify(wanted)}`);
+  if (!same(m.bin, bin)) fail(`${id}: bin is ${JSON.stringify(m.bin)}, not ${JSON.stringify(bin)}`);
+  for (const script of Object.values(m.bin)) {
+    const e = entries.find((x) => x.path === script);
+    if (!e || !e.data.toString("utf8").startsWith("#!/usr/bin/env node\n")) fail(`${id}: the bin ${script} is not a Node script`);
+    if (!(e.mode & 0o100)) fail(`${id}: the bin ${script} is not executable (mode ${e.mode.toString(8)})`);
+  }
+  return `${id}: ${paths.length} files, no binary; optionalDependencies name the ${targets.length} platform packages at ${version}; bin koma-sim -> ${m.bin["koma-sim"]}`;
+}
+
+/**
+ * A platform package: exactly its addon, its koma-sim, package.json and
+ * README.md; each binary for the target's os, cpu and C library; koma-sim
+ * executable; os/cpu/libc fields that say the same. One line of report.
+ */
+export function checkPlatform(file, target) {
+  const { name: mainName, version } = rootManifest();
+  const name = `${mainName}-${target.abi}`;
+  const id = `${name}@${version}`;
+  const entries = readTarball(file);
+  const m = manifestOf(entries, file);
+  if (m.name !== name || m.version !== version) fail(`${basename(file)}: holds ${m.name}@${m.version}, not ${id}`);
+  checkPlatformManifest(m, target, id);
+  const addon = `${binaryName()}.${target.abi}.node`;
+  const sim = simFile(target.platform);
+  const expected = ["README.md", addon, sim, "package.json"].sort();
+  const paths = entries.map((e) => e.path).sort();
+  if (!same(paths, expected)) fail(`${id}: holds ${paths.join(", ")}; expected ${expected.join(", ")}`);
+  const a = checkBinary(`${id}: ${addon}`, entries.find((e) => e.path === addon).data, target, "shared");
+  const simEntry = entries.find((e) => e.path === sim);
+  const s = checkBinary(`${id}: ${sim}`, simEntry.data, target, "executable");
+  if ((simEntry.mode & 0o111) !== 0o111) fail(`${id}: ${sim} is not executable (mode ${simEntry.mode.toString(8)})`);
+  const fields = ["os", "cpu", "libc"].filter((f) => m[f]).map((f) => `${f} ${JSON.stringify(m[f])}`).join(" ");
+  return `${id}: ${addon} (${a}); ${sim} (${s}, mode ${(simEntry.mode & 0o777).toString(8)}); ${fields}`;
+}
+
+/** A platform package.json: name, os, cpu, libc, main, files, for this target. */
+export function checkPlatformManifest(m, target, id = m.name) {
+  const name = `${rootManifest().name}-${target.abi}`;
+  const addon = `${binaryName()}.${target.abi}.node`;
+  const problems = [];
+  if (m.name !== name) problems.push(`name ${m.name}, not ${name}`);
+  if (!same(m.os, [target.platform])) problems.push(`os ${JSON.stringify(m.os)}, not ["${target.platform}"]`);
+  if (!same(m.cpu, [target.arch])) problems.push(`cpu ${JSON.stringify(m.cpu)}, not ["${target.arch}"]`);
+  const libc = target.libc ? [target.libc] : undefined;
+  if (!same(m.libc, libc)) problems.push(`libc ${JSON.stringify(m.libc)}, not ${JSON.stringify(libc)}`);
+  if (m.main !== addon) problems.push(`main ${m.main}, not ${addon}`);
+  if (!same([...(m.files ?? [])].sort(), [addon, simFile(target.platform)].sort())) problems.push(`files ${JSON.stringify(m.files)}, not ["${addon}", "${simFile(target.platform)}"]`);
+  if (problems.length) fail(`${id} (${target.triple}): ${problems.join("; ")}`);
+}
+
+/** npm/<abi>/package.json for every target, and no npm/ folder without a target. */
+export function checkNpmDirs(targets) {
+  const dirs = readdirSync(join(root, "npm")).sort();
+  const abis = targets.map((t) => t.abi).sort();
+  if (!same(dirs, abis)) fail(`npm/ holds ${dirs.join(", ")}; napi.targets give ${abis.join(", ")}`);
+  for (const t of targets) checkPlatformManifest(JSON.parse(readFileSync(join(root, "npm", t.abi, "package.json"), "utf8")), t, `npm/${t.abi}/package.json`);
+  return `npm/: ${dirs.length} platform packages, one per napi target, with matching name, os, cpu, libc, main and files`;
+}
+
+// ---------------------------------------------------------------- install and run
+
+const TURN = `
+const { Client } = require("@koma/sdk");
+const { simPath } = require("@koma/sdk/sim");
+(async () => {
+  const client = new Client({ executable: simPath });
+  const hello = await client.probe();
+  await client.create({});
+  const { turn } = await client.submit({ text: "hello" });
+  let output = 0;
+  let finished = null;
+  for await (const item of client.events()) {
+    if (item.type !== "event") continue;
+    if (item.name === "output" && item.data.turn === turn) output += item.data.text.length;
+    if (item.name === "turn_finished" && item.data.turn === turn) { finished = item.data.status; break; }
+  }
+  await client.close();
+  const addon = Object.keys(require.cache).find((k) => k.endsWith(".node"));
+  console.log(JSON.stringify({ simPath, addon, version: hello.binary.version, turn, finished, output }));
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+/**
+ * Install tarballs into an empty folder with no network (`--offline`, an empty
+ * npm cache), then, from there: a turn against that install's simPath, and
+ * the koma-sim command. Returns lines of report; throws on failure.
+ */
+export function installAndRun(tarballs, platform) {
+  const work = mkdtempSync(join(tmpdir(), "koma-release-install-"));
+  try {
+    const app = join(work, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "release-dry-app", version: "1.0.0", private: true }));
+    const env = { ...npmEnv(), npm_config_cache: join(work, "npm-cache") };
+    delete env.KOMA_SIM_PATH;
+    npm(["install", "--offline", "--no-package-lock", "--ignore-scripts", ...tarballs], app, env);
+    const lines = [`installed offline into an empty folder: ${tarballs.map((t) => basename(t)).join(" + ")}`];
+
+    const pkgDir = realpathSync(join(app, "node_modules", "@koma", `sdk-${platform}`));
+    const runEnv = { ...env, KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: join(work, "sim-home") };
+    writeFileSync(join(app, "turn.cjs"), TURN);
+    const r = spawnSync(process.execPath, ["turn.cjs"], { cwd: app, env: runEnv, encoding: "utf8" });
+    if (r.status !== 0) fail(`the turn failed (exit ${r.status ?? r.signal}): ${r.stderr}`);
+    const got = JSON.parse(r.stdout.trim().split("\n").pop());
+    const inside = (p) => !relative(pkgDir, realpathSync(p)).startsWith("..");
+    if (!inside(got.simPath)) fail(`simPath is ${got.simPath}, not in ${pkgDir}`);
+    if (!got.addon || !inside(got.addon)) fail(`the addon came from ${got.addon}, not from ${pkgDir}`);
+    if (got.finished !== "completed" || !(got.output > 0)) fail(`the turn: ${r.stdout}`);
+    const rel = (p) => relative(app, p).split(sep).join("/");
+    lines.push(`turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}`);
+
+    const bin = join(app, "node_modules", ".bin", "koma-sim");
+    const v = spawnSync(bin, ["--version"], { cwd: app, env: runEnv, encoding: "utf8" });
+    if (v.status !== 0 || !/^koma-sim \d/.test(v.stdout)) fail(`node_modules/.bin/koma-sim --version: exit ${v.status}, ${v.stdout}${v.stderr}`);
+    lines.push(`node_modules/.bin/koma-sim --version: ${v.stdout.trim()}`);
+    return lines;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Every .tgz under `dir`, each with the package it holds. */
+export function findTarballs(dir) {
+  const out = [];
+  const walk = (d) => {
+    for (const f of readdirSync(d)) {
+      const p = join(d, f);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (f.endsWith(".tgz")) out.push({ file: p, ...tarballPackage(p) });
+    }
+  };
+  walk(dir);
+  return out;
+}
