@@ -225,11 +225,16 @@ check("a client in a worker_threads Worker", async () => {
     eval: true,
     workerData: { index: join(root, "index.js"), sim: SIM, env: { KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempDir("koma-sim-home-") } },
   });
-  const [message] = await once(worker, "message");
-  assert.equal(message.status, "idle", JSON.stringify(message));
-  assert.ok(gone(message.pid), "koma is gone after close() in the Worker");
+  // Listen for everything first: a Worker that ends quickly can deliver its
+  // last message and its exit in one turn of the event loop.
+  const messages = [];
+  worker.on("message", (m) => messages.push(m));
+  worker.on("error", (e) => messages.push({ error: String(e) }));
   const [code] = await once(worker, "exit");
-  assert.equal(code, 0);
+  assert.equal(code, 0, JSON.stringify(messages));
+  assert.equal(messages.length, 1, JSON.stringify(messages));
+  assert.equal(messages[0].status, "idle", JSON.stringify(messages));
+  assert.ok(gone(messages[0].pid), "koma is gone after close() in the Worker");
 });
 
 /** Run a script of this folder with this runtime; resolves when it exits, with its code and output. */
@@ -243,7 +248,7 @@ async function runSelf(script, env, onLine) {
     out += d;
     if (onLine && out.includes("\n")) onLine(out.split("\n")[0], child);
   });
-  const [code, signal] = await once(child, "exit");
+  const [code, signal] = await once(child, "close"); // "close": its output is all read
   return { code, signal, out: out.trim(), err };
 }
 
