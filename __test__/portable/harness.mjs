@@ -111,7 +111,7 @@ export function check(name, fn) {
 
 // A check that never settles would hang the suite without saying which one;
 // this bound only turns such a hang into a named failure.
-const HANG_MS = 120000;
+const HANG_MS = 60000;
 
 /** Run the registered checks in order; prints the report and sets process.exitCode. */
 export async function run(title = "portable suite") {
