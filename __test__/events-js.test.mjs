@@ -1,6 +1,8 @@
-// The iterator's JavaScript (src/events.js) against a fake `pull`: one pull
-// per batch, the shared counters, overflow revoking a batch, waiting, errors
-// and return(). The same source the binding compiles, run here with vm.
+// The event queue's JavaScript (src/events.js) and the turn layer
+// (src/turn.js) against a fake `pull` and a fake client: one pull per batch,
+// the shared counters, overflow revoking a batch, waiting, errors, return(),
+// and what a Turn takes from the queue and when it counts as taken. The same
+// sources the binding compiles, run here with vm.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -9,11 +11,12 @@ import vm from "node:vm";
 import { root, simClient } from "./helpers.mjs";
 
 const makeStream = vm.runInThisContext(readFileSync(join(root, "src", "events.js"), "utf8"), { filename: "events.js" });
+const turnLayer = vm.runInThisContext(readFileSync(join(root, "src", "turn.js"), "utf8"), { filename: "turn.js" })();
 
 /** A stream over a queue of what `pull` returns, with shared counters in a permuted layout. */
 function harness() {
-  const layout = { EPOCH: 2, TAKEN: 0, BATCH_EPOCH: 1 };
-  const buffer = new ArrayBuffer(12);
+  const layout = { EPOCH: 2, TAKEN: 0, BATCH_EPOCH: 1, TAKEN_BYTES: 3, STRIDE: 4 };
+  const buffer = new ArrayBuffer(16);
   const shared = new Int32Array(buffer);
   const queue = [];
   const log = { pulls: 0, stops: 0 };
@@ -23,11 +26,11 @@ function harness() {
     if (next instanceof Error) throw next;
     return next;
   };
-  const { stream, settle } = makeStream(pull, () => log.stops++, buffer, layout);
-  return { stream, settle, queue, shared, layout, log };
+  const { stream, settle, router } = makeStream(pull, () => log.stops++, buffer, layout);
+  return { stream, settle, router, queue, shared, layout, log };
 }
 
-const ev = (seq) => [seq, "output", { turn: "t", text: `#${seq}` }];
+const ev = (seq, turn = "t", name = "output", size = 100) => [seq, name, name === "state" ? { turn } : { turn, text: `#${seq}` }, size];
 
 test("a batch is pulled once and yielded event by event, each counted as taken", async () => {
   const h = harness();
@@ -37,6 +40,7 @@ test("a batch is pulled once and yielded event by event, each counted as taken",
   assert.deepEqual(got, [1, 2, 3].map((seq) => ({ type: "event", seq, name: "output", data: { turn: "t", text: `#${seq}` } })));
   assert.equal(h.log.pulls, 1);
   assert.equal(h.shared[h.layout.TAKEN], 3, "TAKEN is the running count, in its slot of the layout");
+  assert.equal(h.shared[h.layout.TAKEN_BYTES], 300, "TAKEN_BYTES adds each event's frame size");
 });
 
 test("nothing buffered: next() waits, and settle() hands over what arrived", async () => {
@@ -77,8 +81,8 @@ test("a throwing pull rejects the call and every waiter", async () => {
   h.queue.push(Object.assign(new Error("fatal"), { code: "protocol_error" }));
   h.settle();
   for (const p of [a, b]) await assert.rejects(p, { code: "protocol_error" });
-  h.queue.push(Object.assign(new Error("again"), { code: "protocol_error" }));
-  await assert.rejects(h.stream.next(), { message: "again" });
+  await assert.rejects(h.stream.next(), { message: "fatal" }, "every later call: the same fatal error");
+  assert.equal(h.log.pulls, 1, "without asking the addon again");
 });
 
 test("return() ends the waiting calls and tells the addon to stop waiting", async () => {
@@ -101,4 +105,91 @@ test("stack traces through the iterator name its source", async (t) => {
   }
   assert.equal(fatal.code, "protocol_error");
   assert.match(fatal.stack, /@koma\/sdk\/events\.js/);
+});
+
+/** A client as the turn layer sees it: submit answers `t-1` when told to. */
+function fakeClient() {
+  const calls = [];
+  let answerSubmit;
+  return {
+    calls,
+    answer: (turn) => answerSubmit({ turn }),
+    submit(params) {
+      calls.push(["submit", params]);
+      return new Promise((r) => (answerSubmit = r));
+    },
+    interruptAndSubmit(params) {
+      calls.push(["interrupt_and_submit", params]);
+      return new Promise((r) => (answerSubmit = r));
+    },
+    approve(params) {
+      calls.push(["approve", params]);
+      return Promise.resolve({});
+    },
+    interrupt() {
+      calls.push(["interrupt"]);
+      return Promise.resolve({ turn: "t-1" });
+    },
+    state() {
+      calls.push(["state"]);
+      return Promise.resolve({ turn: "t-1", status: "running" });
+    },
+  };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+test("a Turn's events count against the bound until its reader takes them; the rest stay for events()", async () => {
+  const h = harness();
+  const client = fakeClient();
+  const turn = turnLayer.makeTurn(client, h.router, { text: "hi" }, {});
+  const reader = turn.iterator();
+  // Before submit answers, nothing is routed (whose would they be?).
+  h.queue.push([...ev(1, "t-1", "turn_started"), ...ev(2, "t-1", "state"), ...ev(3, "t-1"), ...ev(4, "t-0", "output", 40)]);
+  h.settle();
+  assert.equal(h.shared[h.layout.TAKEN], 0);
+  client.answer("t-1");
+  await tick();
+  assert.equal(h.shared[h.layout.TAKEN], 0, "routed to the Turn, held there, not yet taken");
+  assert.equal((await reader.next()).value.seq, 1);
+  assert.equal(h.shared[h.layout.TAKEN], 1);
+  assert.equal(h.shared[h.layout.TAKEN_BYTES], 100);
+  // t-0's output is not the Turn's: events() gets it, and counts it then.
+  const mine = await h.stream.next();
+  assert.equal(mine.value.seq, 4);
+  assert.equal(h.shared[h.layout.TAKEN], 2);
+  assert.equal(h.shared[h.layout.TAKEN_BYTES], 140);
+  h.queue.push([...ev(5, "t-1", "turn_finished"), ...ev(6, null, "state")]);
+  h.settle();
+  await tick();
+  const rest = [];
+  for await (const item of { [Symbol.asyncIterator]: () => reader }) rest.push(item.seq);
+  assert.deepEqual(rest, [2, 3, 5]);
+  assert.equal(h.shared[h.layout.TAKEN], 5);
+  const r = await turn.result;
+  assert.equal(r.events, 4);
+  assert.equal(r.turn, "t-1");
+  assert.equal((await h.stream.next()).value.seq, 6, "the idle state after the turn is events()'s");
+  assert.deepEqual(client.calls, [["submit", { text: "hi" }]]);
+});
+
+test("a Turn nobody reads stops counting its events once its turn has finished", async () => {
+  const h = harness();
+  const client = fakeClient();
+  const turn = turnLayer.makeTurn(client, h.router, { text: "hi" }, {});
+  client.answer("t-1");
+  await tick();
+  h.queue.push([...ev(1, "t-1", "turn_started"), ...ev(2, "t-1")]);
+  h.settle();
+  await tick();
+  assert.equal(h.shared[h.layout.TAKEN], 0, "held for a reader that may come");
+  h.queue.push([...ev(3, "t-1", "turn_finished")]);
+  h.settle();
+  await tick();
+  assert.equal(h.shared[h.layout.TAKEN], 3, "finished and unread: no longer counted");
+  assert.equal((await turn.result).events, 3);
+  const late = [];
+  for await (const item of { [Symbol.asyncIterator]: () => turn.iterator() }) late.push(item.seq);
+  assert.deepEqual(late, [1, 2, 3], "a late reader still gets them");
+  assert.equal(h.shared[h.layout.TAKEN], 3, "and they are not counted twice");
 });

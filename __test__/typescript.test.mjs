@@ -11,5 +11,7 @@ test("the typed usage file runs: typed methods, event narrowing, await using", {
     encoding: "utf8",
   });
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").at(-1)), { ok: true, caps: 10, status: "idle" });
+  assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").at(-1)), {
+    ok: true, caps: 10, status: "idle", finished: "completed", approvals: ["allow"], pieces: 6, same: true,
+  });
 });

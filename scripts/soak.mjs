@@ -8,6 +8,10 @@
 //          (640 MiB in the short run), whatever the stream's length.
 //   churn: 300 clients opened and closed in a row leave no process, zombie or
 //          file descriptor behind; then 32 clients at once, 500 requests each.
+//   state machine (full run only): the core's state-machine test
+//          (crates/koma-transport/tests/state_machine.rs) in its long mode,
+//          1,000,000 interleavings (KOMA_SM_CASES; `npm test` runs 10,000).
+import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -158,10 +162,24 @@ async function churn() {
   if (children().length) fail("processes left after the parallel clients");
 }
 
+/** The Rust state-machine test of the core, in its long mode (full run only). */
+function stateMachine() {
+  const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+  const cases = Number(process.env.KOMA_SM_CASES || 1_000_000);
+  console.log(`state machine: ${cases} interleavings (KOMA_SM_CASES=${cases})`);
+  const start = Date.now();
+  const args = ["test", "--release", "--target", host, "-p", "koma-transport", "--test", "state_machine", "--", "--nocapture"];
+  const r = spawnSync("cargo", args, { cwd: root, stdio: "inherit", env: { ...process.env, KOMA_SM_CASES: String(cases) } });
+  const secs = ((Date.now() - start) / 1000).toFixed(0);
+  if (r.status !== 0) fail(`the state-machine test failed after ${secs} s (exit ${r.status ?? r.signal}); the seeds are in its output`);
+  else console.log(`state machine: ${cases} interleavings passed in ${secs} s`);
+}
+
 try {
   await soak();
   await strings();
   await churn();
+  if (!short) stateMachine();
 } finally {
   rmSync(home, { recursive: true, force: true });
 }

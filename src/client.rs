@@ -16,10 +16,17 @@ use crate::delivery::{Ctx, JsState};
 use crate::env::EnvData;
 use crate::handles::{Deferred, OwnedRef, Tsfn, TsfnWaker};
 use crate::js::{Js, Value};
+use crate::turn::Turn;
 use crate::types::Census;
 
 /// A raw JavaScript value returned as is (the typings say what it is).
 pub struct Raw(Value);
+
+impl From<Value> for Raw {
+    fn from(v: Value) -> Self {
+        Raw(v)
+    }
+}
 
 impl ToNapiValue for Raw {
     unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> napi::Result<sys::napi_value> {
@@ -116,7 +123,8 @@ fn client_options(js: Js, v: Value) -> Result<(LaunchOptions, bool), KomaError> 
         return Err(bad("options must be an object { executable, cwd?, env?, trace? }".into()));
     }
     let get = |name: &str| js.get(v, name).map_err(|_| bad(format!("`{name}` could not be read")));
-    let mut launch = LaunchOptions { executable: OsString::from(string(get("executable")?, "executable")?), ..Default::default() };
+    let mut launch =
+        LaunchOptions { executable: OsString::from(string(get("executable")?, "executable")?), ..Default::default() };
     let cwd = get("cwd")?;
     if present(cwd) {
         launch.cwd = Some(string(cwd, "cwd")?.into());
@@ -160,7 +168,8 @@ impl Client {
         let js = Js(env.raw());
         let (launch, trace) = client_options(js, options.0).map_err(|e| throw(js, &e))?;
         let env_data = EnvData::of(js)?;
-        let state = JsState { calls: Default::default(), stream: None, events_waiting: false, client: None, held: false };
+        let state =
+            JsState { calls: Default::default(), stream: None, events_waiting: false, client: None, held: false };
         // The context is the threadsafe function's target, and the
         // connection wakes the JavaScript thread through that function.
         let (tsfn, ctx) = Tsfn::with_target(js, "koma-sdk", |handle, waker| Ctx {
@@ -185,22 +194,29 @@ impl Client {
         let ctx = &self.ctx;
         ctx.call(js, "probe", opts, |token| match ctx.conn.probe(token, timeout)? {
             Probe::Wait => Ok(Started::Waiting),
-            Probe::Ready(h) => ctx
-                .parse_json(js, h.to_json().as_bytes())
-                .map(Started::Now)
-                .map_err(|e| KomaError::new(ErrorCode::TransportFailure, format!("could not convert hello: {}", e.reason))),
+            Probe::Ready(h) => ctx.parse_json(js, h.to_json().as_bytes()).map(Started::Now).map_err(|e| {
+                KomaError::new(ErrorCode::TransportFailure, format!("could not convert hello: {}", e.reason))
+            }),
         })
         .map(Raw)
     }
 
     /// `create`: start a new session. Allowed only as the first request.
-    #[napi(catch_unwind, ts_args_type = "params?: CreateParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params?: CreateParams, options?: CallOptions",
+        ts_return_type = "Promise<SessionResult>"
+    )]
     pub fn create(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "create", params, options)
     }
 
     /// `resume`: reattach to a saved session and replay its events after `after`.
-    #[napi(catch_unwind, ts_args_type = "params: ResumeParams, options?: CallOptions", ts_return_type = "Promise<SessionResult>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: ResumeParams, options?: CallOptions",
+        ts_return_type = "Promise<SessionResult>"
+    )]
     pub fn resume(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "resume", params, options)
     }
@@ -212,13 +228,21 @@ impl Client {
     }
 
     /// `submit`: start a turn. Remote error `busy` while a turn runs.
-    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<SubmitResult>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: TextParams, options?: CallOptions",
+        ts_return_type = "Promise<SubmitResult>"
+    )]
     pub fn submit(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "submit", params, options)
     }
 
     /// `enqueue`: queue a text to run after the current turn.
-    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<EnqueueResult>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: TextParams, options?: CallOptions",
+        ts_return_type = "Promise<EnqueueResult>"
+    )]
     pub fn enqueue(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "enqueue", params, options)
     }
@@ -230,19 +254,37 @@ impl Client {
     }
 
     /// `interrupt_and_submit`: stop the running turn and start a new one.
-    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: CallOptions", ts_return_type = "Promise<InterruptAndSubmitResult>")]
-    pub fn interrupt_and_submit(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: TextParams, options?: CallOptions",
+        ts_return_type = "Promise<InterruptAndSubmitResult>"
+    )]
+    pub fn interrupt_and_submit(
+        &self,
+        env: Env,
+        this: This,
+        params: Option<Arg>,
+        options: Option<Arg>,
+    ) -> napi::Result<Raw> {
         self.send(env, this, "interrupt_and_submit", params, options)
     }
 
     /// `approve`: answer an `approval_requested` event.
-    #[napi(catch_unwind, ts_args_type = "params: ApproveParams, options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: ApproveParams, options?: CallOptions",
+        ts_return_type = "Promise<EmptyResult>"
+    )]
     pub fn approve(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "approve", params, options)
     }
 
     /// `configure`: change the model.
-    #[napi(catch_unwind, ts_args_type = "params?: ConfigureParams, options?: CallOptions", ts_return_type = "Promise<State>")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params?: ConfigureParams, options?: CallOptions",
+        ts_return_type = "Promise<State>"
+    )]
     pub fn configure(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
         self.send(env, this, "configure", params, options)
     }
@@ -257,8 +299,19 @@ impl Client {
     /// Send any method in hello's capabilities. Methods of the protocol's table
     /// get their params checked; for any other, `params` must be a JSON object
     /// and is sent as given.
-    #[napi(catch_unwind, ts_args_type = "method: string, params?: Record<string, unknown>, options?: CallOptions", ts_return_type = "Promise<unknown>")]
-    pub fn request(&self, env: Env, this: This, method: Arg, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
+    #[napi(
+        catch_unwind,
+        ts_args_type = "method: string, params?: Record<string, unknown>, options?: CallOptions",
+        ts_return_type = "Promise<unknown>"
+    )]
+    pub fn request(
+        &self,
+        env: Env,
+        this: This,
+        method: Arg,
+        params: Option<Arg>,
+        options: Option<Arg>,
+    ) -> napi::Result<Raw> {
         let js = Js(env.raw());
         if js.type_of(method.0)? != sys::ValueType::napi_string {
             let e = KomaError::new(ErrorCode::InvalidParams, "request: `method` must be a string");
@@ -301,9 +354,50 @@ impl Client {
         let ctx = &self.ctx;
         ctx.call(js, "close", CallOpts::NONE, |token| match ctx.conn.close(token) {
             Closing::Wait => Ok(Started::Waiting),
-            Closing::Done => js.undefined().map(Started::Now).map_err(|e| KomaError::new(ErrorCode::TransportFailure, e.reason)),
+            Closing::Done => {
+                js.undefined().map(Started::Now).map_err(|e| KomaError::new(ErrorCode::TransportFailure, e.reason))
+            }
         })
         .map(Raw)
+    }
+
+    /// Start a turn: `submit` (or, with `mode: "interrupt"`,
+    /// `interrupt_and_submit`) its text, and take its events from the
+    /// client's one event queue (`events()` gets the rest). Answers its
+    /// approvals with `onApproval` if given; else the application answers
+    /// them with `approve()` as it reads the Turn (and an approval that
+    /// arrives while nobody reads it is denied). `signal` and `timeout`
+    /// interrupt the agent, and the result then rejects with `aborted` or
+    /// `timeout` once the turn has finished.
+    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: TurnOptions")]
+    pub fn turn(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Turn> {
+        let js = Js(env.raw());
+        self.ctx.remember_client(js, this.raw())?;
+        let layer = self.ctx.env.turn_layer(js)?;
+        let make = js.get(layer, "makeTurn")?;
+        let router = self.ctx.event_router(js)?;
+        let args =
+            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
+        let made = js.call(make, layer, &args)?;
+        Ok(Turn::new(OwnedRef::new(js, &self.ctx.env.life, made, true)?))
+    }
+
+    /// A turn in one call: `turn()` drained. Resolves with its result.
+    /// `onApproval` is required (`invalid_params` otherwise, nothing written).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "params: TextParams, options: RunOptions",
+        ts_return_type = "Promise<TurnResult>"
+    )]
+    pub fn run(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
+        let js = Js(env.raw());
+        self.ctx.remember_client(js, this.raw())?;
+        let layer = self.ctx.env.turn_layer(js)?;
+        let run = js.get(layer, "run")?;
+        let router = self.ctx.event_router(js)?;
+        let args =
+            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
+        js.call(run, layer, &args).map(Raw)
     }
 
     /// `await using client = new Client(...)` closes it.

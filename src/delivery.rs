@@ -69,7 +69,10 @@ impl WakeTarget for Ctx {
 impl Ctx {
     /// The error of an answer that could not be converted (a Node-API call failed).
     fn conversion_error(e: &napi::Error) -> KomaError {
-        KomaError::new(ErrorCode::TransportFailure, format!("an internal error in @koma/sdk: the answer could not be converted ({})", e.reason))
+        KomaError::new(
+            ErrorCode::TransportFailure,
+            format!("an internal error in @koma/sdk: the answer could not be converted ({})", e.reason),
+        )
     }
 
     /// Deliver what one wake drained: settle each completion, then let the
@@ -129,7 +132,8 @@ impl Ctx {
         let values: napi::Result<Vec<Value>> = (|| match group.len() {
             0 => Ok(Vec::new()),
             1 => {
-                let RawJson { bytes, range, lifts } = std::mem::replace(&mut group[0].1, RawJson { bytes: Vec::new(), range: 0..0, lifts: Vec::new() });
+                let RawJson { bytes, range, lifts } =
+                    std::mem::replace(&mut group[0].1, RawJson { bytes: Vec::new(), range: 0..0, lifts: Vec::new() });
                 let text = js.string(&bytes[range])?;
                 drop(bytes); // a large result is not held twice while it is parsed
                 let value = self.parse_string(js, text)?;
@@ -222,7 +226,10 @@ fn test_hook(place: &str) -> bool {
     static PANIC_FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     static PARSE_COUNT: AtomicI64 = AtomicI64::new(0);
     match place {
-        "wake" => std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "wake") && !PANIC_FIRED.swap(true, Ordering::Relaxed),
+        "wake" => {
+            std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "wake")
+                && !PANIC_FIRED.swap(true, Ordering::Relaxed)
+        }
         "parse" => match std::env::var("KOMA_SDK_TEST_NAPI_FAIL") {
             Ok(v) => match v.strip_prefix("parse:").and_then(|n| n.parse::<i64>().ok()) {
                 Some(n) => PARSE_COUNT.fetch_add(1, Ordering::Relaxed) + 1 == n,

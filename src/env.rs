@@ -16,6 +16,7 @@ pub struct EnvData {
     json_parse: OwnedRef,
     json_stringify: OwnedRef,
     events_factory: RefCell<Option<OwnedRef>>,
+    turn_layer: RefCell<Option<OwnedRef>>,
 }
 
 thread_local! {
@@ -23,8 +24,9 @@ thread_local! {
     static CURRENT: RefCell<Option<Rc<EnvData>>> = const { RefCell::new(None) };
 }
 
-/// The source of the iterator, named so that stack traces show it.
+/// The sources of the event queue and of the turn layer, named so that stack traces show them.
 const EVENTS_JS: &str = concat!(include_str!("events.js"), "\n//# sourceURL=@koma/sdk/events.js\n");
+const TURN_JS: &str = concat!(include_str!("turn.js"), "\n//# sourceURL=@koma/sdk/turn.js\n");
 
 impl EnvData {
     /// This thread's data for `js`'s environment, made on first use.
@@ -40,6 +42,7 @@ impl EnvData {
             json_parse: OwnedRef::new(js, &life, js.get(json, "parse")?, true)?,
             json_stringify: OwnedRef::new(js, &life, js.get(json, "stringify")?, true)?,
             events_factory: RefCell::new(None),
+            turn_layer: RefCell::new(None),
             life,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(data.clone()));
@@ -54,13 +57,28 @@ impl EnvData {
         self.json_stringify.value(js)
     }
 
-    /// The iterator's factory: `events.js`, compiled on first use.
+    /// The event queue's factory: `events.js`, compiled on first use.
     pub fn events_factory(&self, js: Js) -> napi::Result<Value> {
-        if let Some(f) = self.events_factory.borrow().as_ref() {
+        self.compiled(js, &self.events_factory, EVENTS_JS)
+    }
+
+    /// The turn layer (`{makeTurn, run}`): `turn.js`, compiled and run on first use.
+    pub fn turn_layer(&self, js: Js) -> napi::Result<Value> {
+        if let Some(f) = self.turn_layer.borrow().as_ref() {
             return f.value(js);
         }
-        let f = js.run_script(EVENTS_JS)?;
-        *self.events_factory.borrow_mut() = Some(OwnedRef::new(js, &self.life, f, true)?);
+        let factory = js.run_script(TURN_JS)?;
+        let layer = js.call(factory, js.undefined()?, &[])?;
+        *self.turn_layer.borrow_mut() = Some(OwnedRef::new(js, &self.life, layer, true)?);
+        Ok(layer)
+    }
+
+    fn compiled(&self, js: Js, slot: &RefCell<Option<OwnedRef>>, source: &str) -> napi::Result<Value> {
+        if let Some(f) = slot.borrow().as_ref() {
+            return f.value(js);
+        }
+        let f = js.run_script(source)?;
+        *slot.borrow_mut() = Some(OwnedRef::new(js, &self.life, f, true)?);
         Ok(f)
     }
 }

@@ -151,7 +151,10 @@ impl Drop for Deferred {
             return; // the environment frees it
         }
         let js = Js(self.env);
-        let e = KomaError::new(ErrorCode::TransportFailure, "an internal error in @koma/sdk: this call could not be settled");
+        let e = KomaError::new(
+            ErrorCode::TransportFailure,
+            "an internal error in @koma/sdk: this call could not be settled",
+        );
         let _ = js.take_exception();
         let mut err = js.error(&e, None).unwrap_or(ptr::null_mut());
         if err.is_null() {
@@ -214,7 +217,12 @@ impl Tsfn {
             target: Rc<T>,
             slot: Arc<TsfnSlot>,
         }
-        unsafe extern "C" fn call_js<T: WakeTarget>(env: sys::napi_env, _cb: Value, context: *mut c_void, _data: *mut c_void) {
+        unsafe extern "C" fn call_js<T: WakeTarget>(
+            env: sys::napi_env,
+            _cb: Value,
+            context: *mut c_void,
+            _data: *mut c_void,
+        ) {
             if env.is_null() || context.is_null() {
                 return; // the environment is ending
             }
@@ -323,7 +331,8 @@ pub fn function<T: 'static>(js: Js, name: &CStr, data: T, body: NativeFn<T>) -> 
         let mut argv = [ptr::null_mut(); MAX_ARGS];
         let mut data = ptr::null_mut();
         // SAFETY: a callback's info, read during the callback.
-        let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
+        let status =
+            unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
         if status != sys::Status::napi_ok || data.is_null() {
             return ptr::null_mut();
         }
@@ -356,7 +365,14 @@ pub fn function<T: 'static>(js: Js, name: &CStr, data: T, body: NativeFn<T>) -> 
     let mut f = ptr::null_mut();
     // SAFETY: creates a function whose data is `raw`.
     let status = unsafe {
-        sys::napi_create_function(js.0, name.as_ptr(), name.to_bytes().len() as isize, Some(trampoline::<T>), raw.cast(), &mut f)
+        sys::napi_create_function(
+            js.0,
+            name.as_ptr(),
+            name.to_bytes().len() as isize,
+            Some(trampoline::<T>),
+            raw.cast(),
+            &mut f,
+        )
     };
     if status != sys::Status::napi_ok {
         // SAFETY: not created: take the Box back.
@@ -364,7 +380,8 @@ pub fn function<T: 'static>(js: Js, name: &CStr, data: T, body: NativeFn<T>) -> 
         return Err(napi::Error::from_reason("napi_create_function failed"));
     }
     // SAFETY: ties the Box's life to the function's.
-    let status = unsafe { sys::napi_add_finalizer(js.0, f, raw.cast(), Some(free::<T>), ptr::null_mut(), ptr::null_mut()) };
+    let status =
+        unsafe { sys::napi_add_finalizer(js.0, f, raw.cast(), Some(free::<T>), ptr::null_mut(), ptr::null_mut()) };
     if status != sys::Status::napi_ok {
         // Not tied: leaking the small Box is the safe choice (the function may still be called).
         return Err(napi::Error::from_reason("napi_add_finalizer failed"));

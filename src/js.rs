@@ -129,7 +129,12 @@ impl Js {
         let mut v = ptr::null_mut();
         match chars {
             Chars::Latin1 { bytes, range } => {
-                napi_call!(napi_create_string_latin1(self.0, bytes[range.clone()].as_ptr().cast(), range.len() as isize, &mut v))
+                napi_call!(napi_create_string_latin1(
+                    self.0,
+                    bytes[range.clone()].as_ptr().cast(),
+                    range.len() as isize,
+                    &mut v
+                ))
             }
             Chars::Utf16(units) => {
                 napi_call!(napi_create_string_utf16(self.0, units.as_ptr(), units.len() as isize, &mut v))
@@ -334,7 +339,9 @@ impl Js {
         let hint = Box::into_raw(Box::new(owner));
         let mut v = ptr::null_mut();
         // SAFETY: `data` stays valid while `owner` lives, which is until `release` runs.
-        let status = unsafe { sys::napi_create_external_arraybuffer(self.0, data.cast(), len, Some(release::<T>), hint.cast(), &mut v) };
+        let status = unsafe {
+            sys::napi_create_external_arraybuffer(self.0, data.cast(), len, Some(release::<T>), hint.cast(), &mut v)
+        };
         if status != sys::Status::napi_ok {
             // SAFETY: not handed to V8: take the Box back.
             drop(unsafe { Box::from_raw(hint) });
@@ -351,10 +358,24 @@ impl Js {
 }
 
 type Finalize = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
-type CreateExternalLatin1 =
-    unsafe extern "C" fn(sys::napi_env, *mut c_char, isize, Option<Finalize>, *mut c_void, *mut Value, *mut bool) -> sys::napi_status;
-type CreateExternalUtf16 =
-    unsafe extern "C" fn(sys::napi_env, *mut u16, isize, Option<Finalize>, *mut c_void, *mut Value, *mut bool) -> sys::napi_status;
+type CreateExternalLatin1 = unsafe extern "C" fn(
+    sys::napi_env,
+    *mut c_char,
+    isize,
+    Option<Finalize>,
+    *mut c_void,
+    *mut Value,
+    *mut bool,
+) -> sys::napi_status;
+type CreateExternalUtf16 = unsafe extern "C" fn(
+    sys::napi_env,
+    *mut u16,
+    isize,
+    Option<Finalize>,
+    *mut c_void,
+    *mut Value,
+    *mut bool,
+) -> sys::napi_status;
 
 /// `node_api_create_external_string_latin1` / `_utf16`, looked up in the
 /// running Node (Node-API 10; present in Node 20.12 and later), or `None`.

@@ -3,7 +3,8 @@
 //!
 //! - `client.rs`: the `#[napi]` surface;
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
-//! - `stream.rs`: the native side of the event iterator (`events.js`);
+//! - `stream.rs`: the native side of the event queue (`events.js`);
+//! - `turn.rs`: the `Turn` class, over the turn layer (`turn.js`);
 //! - `call.rs`: call options, promises and abort listeners;
 //! - `handles.rs`: owned Node-API handles (references, deferreds, the
 //!   threadsafe function, native functions);
@@ -18,7 +19,9 @@ mod env;
 mod handles;
 mod js;
 mod stream;
+mod turn;
 mod types;
 
 pub use client::*;
+pub use turn::*;
 pub use types::*;

@@ -6,7 +6,7 @@
 
 use std::rc::{Rc, Weak};
 
-use koma_transport::connection::batch_data_index;
+use koma_transport::connection::{batch_data_index, BATCH_STRIDE};
 use koma_transport::events::{End, Take};
 use koma_transport::lift::Step;
 use koma_transport::EventCounters;
@@ -15,10 +15,12 @@ use crate::delivery::Ctx;
 use crate::handles::{function, OwnedRef};
 use crate::js::{Js, Value};
 
-/// The iterator object and its `settle`, held (strongly) by the client's context.
+/// The iterator object, its `settle`, and the router the turn layer uses,
+/// held (strongly) by the client's context.
 pub struct StreamRefs {
     iterator: OwnedRef,
     settle: OwnedRef,
+    router: OwnedRef,
 }
 
 impl Ctx {
@@ -36,15 +38,25 @@ impl Ctx {
         for (name, slot) in EventCounters::LAYOUT {
             js.set(layout, name, js.number(slot as f64)?)?;
         }
+        js.set(layout, "STRIDE", js.number(BATCH_STRIDE as f64)?)?;
         let made = js.call(factory, js.undefined()?, &[pull, stop, buffer, layout])?;
         let iterator = js.get(made, "stream")?;
         let settle = js.get(made, "settle")?;
+        let router = js.get(made, "router")?;
         let refs = StreamRefs {
             iterator: OwnedRef::new(js, &self.env.life, iterator, true)?,
             settle: OwnedRef::new(js, &self.env.life, settle, true)?,
+            router: OwnedRef::new(js, &self.env.life, router, true)?,
         };
         self.state.borrow_mut().stream = Some(refs);
         Ok(iterator)
+    }
+
+    /// The event queue's router, for the turn layer (the queue is made if it was not).
+    pub fn event_router(self: &Rc<Self>, js: Js) -> napi::Result<Value> {
+        self.event_stream(js)?;
+        let st = self.state.borrow();
+        st.stream.as_ref().expect("made above").router.value(js)
     }
 
     /// `pull()` for the iterator: a batch (a flat array `[seq, name, data, ...]`

@@ -8,6 +8,76 @@ use std::collections::HashMap;
 use napi::bindgen_prelude::{Either, Either8};
 use napi_derive::napi;
 
+/// Options of `client.turn()`.
+#[napi(object)]
+pub struct TurnOptions {
+    /// `"submit"` (the default) starts the turn with `submit` (remote error
+    /// `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
+    #[napi(ts_type = "'submit' | 'interrupt'")]
+    pub mode: Option<String>,
+    /// Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+    /// a function of the request that returns one (or a promise of one), and
+    /// may take as long as a person needs. A function that throws or rejects
+    /// denies, and the result then rejects with its error.
+    #[napi(
+        ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
+    )]
+    pub on_approval: Option<()>,
+    /// Interrupts the agent when aborted; the result rejects with `aborted`.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<()>,
+    /// Milliseconds after which the agent is interrupted; the result rejects with `timeout`.
+    pub timeout: Option<f64>,
+}
+
+/// Options of `client.run()`: as `TurnOptions`, with `onApproval` required.
+#[napi(object)]
+pub struct RunOptions {
+    #[napi(ts_type = "'submit' | 'interrupt'")]
+    pub mode: Option<String>,
+    #[napi(
+        ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
+    )]
+    pub on_approval: (),
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<()>,
+    pub timeout: Option<f64>,
+}
+
+/// A tool call of a turn, from its `tool_call` and `tool_result` events.
+#[napi(object)]
+pub struct ToolCallRecord {
+    pub call: String,
+    pub tool: String,
+    #[napi(ts_type = "any")]
+    pub input: (),
+    /// The `tool_result`'s output, once it came.
+    #[napi(ts_type = "any")]
+    pub output: Option<()>,
+    /// Whether the tool failed, once its result came.
+    pub error: Option<bool>,
+    /// How `onApproval` (or the turn, for want of a reader) answered its approval.
+    #[napi(ts_type = "'allow' | 'deny'")]
+    pub approval: Option<String>,
+}
+
+/// What a turn came to.
+#[napi(object)]
+pub struct TurnResult {
+    pub turn: String,
+    /// What `turn_finished` said; `"unknown"` only when an overflow lost the
+    /// `turn_finished` (then `overflowed` is true).
+    #[napi(ts_type = "'completed' | 'interrupted' | 'failed' | 'unknown'")]
+    pub status: String,
+    /// All the turn's `output` text, joined.
+    pub output: String,
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// How many events the turn had.
+    pub events: u32,
+    /// An overflow hit during the turn: `output` may be incomplete.
+    pub overflowed: bool,
+}
+
 /// What `__census()` returns (internal, for tests).
 #[napi(object)]
 pub struct Census {
@@ -168,7 +238,9 @@ pub struct KomaError {
     pub name: String,
     pub message: String,
     pub stack: Option<String>,
-    #[napi(ts_type = "'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'")]
+    #[napi(
+        ts_type = "'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'"
+    )]
     pub code: String,
     /// Present when `code` is `remote`.
     pub remote: Option<RemoteError>,
@@ -256,7 +328,12 @@ event!("`turn_started`.", TurnStartedEvent, "'turn_started'", TurnStartedData);
 event!("`output`: a piece of the reply.", OutputEvent, "'output'", OutputData);
 event!("`tool_call`.", ToolCallEvent, "'tool_call'", ToolCallData);
 event!("`tool_result`.", ToolResultEvent, "'tool_result'", ToolResultData);
-event!("`approval_requested`: answer with `approve`.", ApprovalRequestedEvent, "'approval_requested'", ApprovalRequestedData);
+event!(
+    "`approval_requested`: answer with `approve`.",
+    ApprovalRequestedEvent,
+    "'approval_requested'",
+    ApprovalRequestedData
+);
 event!("`turn_finished`.", TurnFinishedEvent, "'turn_finished'", TurnFinishedData);
 event!("`diagnostic`.", DiagnosticEvent, "'diagnostic'", DiagnosticData);
 

@@ -1,5 +1,5 @@
 // Type-checked with `tsc --strict` by `npm test`, and run by typescript.test.mjs.
-import { Client, type EventItem, type KomaError, type State } from "../../index.js";
+import { Client, type EventItem, type KomaError, type State, type Turn, type TurnResult, type ApprovalRequestedData } from "../../index.js";
 
 const executable = process.env.KOMA_SIM ?? "koma";
 
@@ -31,7 +31,25 @@ async function main(): Promise<void> {
     const err = e as KomaError;
     if (err.code === "remote") console.log(`remote ${err.remote?.code}`);
   }
-  console.log(JSON.stringify({ ok: true, caps: caps.length, status }));
+  // A turn in one call, with an async approval handler.
+  const ask = async (request: ApprovalRequestedData): Promise<"allow" | "deny"> => (request.tool === "write_file" ? "allow" : "deny");
+  const result: TurnResult = await client.run({ text: "fix notes.txt" }, { onApproval: ask, timeout: 10_000 });
+  const finished: "completed" | "interrupted" | "failed" | "unknown" = result.status;
+  const approvals = result.toolCalls.map((c) => c.approval ?? "none");
+  // A Turn: narrowing its events.
+  const streamed: Turn = client.turn({ text: "hello" }, { mode: "submit", onApproval: "deny" });
+  let pieces = 0;
+  for await (const item of streamed) {
+    if (item.type === "overflow") continue;
+    if (item.name === "output") pieces += item.data.text.length > 0 ? 1 : 0;
+    if (item.name === "turn_finished") {
+      const s: "completed" | "interrupted" | "failed" = item.data.status;
+      void s;
+    }
+  }
+  const id: string = await streamed.id;
+  const second = await streamed.result;
+  console.log(JSON.stringify({ ok: true, caps: caps.length, status, finished, approvals, pieces, same: id === second.turn }));
 }
 
 // What must not type-check.
@@ -52,6 +70,13 @@ function wrong(client: Client, item: EventItem): void {
     const approval: string = item.data.approval;
     void approval;
   }
+  // @ts-expect-error run() requires onApproval
+  void client.run({ text: "x" }, {});
+  // @ts-expect-error onApproval answers "allow" or "deny"
+  void client.run({ text: "x" }, { onApproval: () => "maybe" });
+  // @ts-expect-error a Turn's id is a promise
+  const id: string = client.turn({ text: "x" }).id;
+  void id;
   // @ts-expect-error an overflow report is not an event
   const n: "event" = ({ type: "overflow", dropped: 1 } as EventItem).type;
   void n;

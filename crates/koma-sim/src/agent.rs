@@ -481,9 +481,7 @@ pub fn load(home: &std::path::Path, id: &str) -> Result<Loaded, LoadError> {
 }
 
 pub fn new_session_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     format!("s-{nanos:x}-{:x}", std::process::id())
 }

@@ -17,7 +17,7 @@ pub const METHODS: [&str; 10] = [
 ];
 
 /// Methods added to the capabilities with `KOMA_SIM_BENCH=1`.
-pub const BENCH_METHODS: [&str; 2] = ["bench_events", "bench_blob"];
+pub const BENCH_METHODS: [&str; 4] = ["bench_events", "bench_blob", "bench_exit", "bench_garbage"];
 
 /// Faults that replace the answer to the first request with bad (or odd) frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +131,8 @@ impl Faults {
 pub struct Config {
     pub faults: Faults,
     pub delay_ms: u64,
+    /// `KOMA_SIM_HELLO_DELAY_MS`: wait this long before hello (cut short by the end of stdin).
+    pub hello_delay_ms: u64,
     pub bench: bool,
     pub home: PathBuf,
 }
@@ -139,18 +141,23 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// A number of milliseconds from the environment (unset or empty: `None`).
+fn ms_var(name: &str) -> Result<Option<u64>, String> {
+    match env_nonempty(name) {
+        None => Ok(None),
+        Some(v) => {
+            v.trim().parse::<u64>().map(Some).map_err(|_| format!("{name} must be a non-negative integer, not `{v}`"))
+        }
+    }
+}
+
 impl Config {
     pub fn from_env() -> Result<Config, String> {
         let faults = Faults::parse(&env_nonempty("KOMA_SIM_FAULT").unwrap_or_default())?;
-        let delay_ms = match env_nonempty("KOMA_SIM_DELAY_MS") {
-            None => 120,
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("KOMA_SIM_DELAY_MS must be a non-negative integer, not `{v}`"))?,
-        };
+        let delay_ms = ms_var("KOMA_SIM_DELAY_MS")?.unwrap_or(120);
+        let hello_delay_ms = ms_var("KOMA_SIM_HELLO_DELAY_MS")?.unwrap_or(0);
         let bench = env_nonempty("KOMA_SIM_BENCH").as_deref() == Some("1");
-        Ok(Config { faults, delay_ms, bench, home: home_dir() })
+        Ok(Config { faults, delay_ms, hello_delay_ms, bench, home: home_dir() })
     }
 }
 

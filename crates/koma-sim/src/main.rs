@@ -16,8 +16,11 @@ environment:
   KOMA_SIM_HOME       where sessions are saved (default $XDG_STATE_HOME/koma-sim
                       or ~/.local/state/koma-sim)
   KOMA_SIM_DELAY_MS   delay before each streamed step of a turn (default 120)
+  KOMA_SIM_HELLO_DELAY_MS  wait this long before hello; the end of stdin
+                      cuts the wait short (default 0)
   KOMA_SIM_FAULT      comma-separated fault switches (see README.md)
-  KOMA_SIM_BENCH      1 adds the bench_events and bench_blob methods
+  KOMA_SIM_BENCH      1 adds the bench methods (bench_events, bench_blob,
+                      bench_exit, bench_garbage)
 ";
 
 fn main() {

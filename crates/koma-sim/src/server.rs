@@ -16,6 +16,9 @@ static BYTES_READ: AtomicU64 = AtomicU64::new(0);
 /// A frame of exactly 40 MiB of JSON text.
 pub const MAX_FRAME: usize = 41_943_040;
 
+/// What `bench_garbage` writes in place of its answer (then the terminator).
+pub const GARBAGE_LINE: &[u8] = b"this line is not JSON (bench_garbage)";
+
 pub struct Shared {
     pub core: Mutex<Core>,
     pub cv: Condvar,
@@ -306,13 +309,16 @@ impl Server {
             "configure" => &[("model", Str, false)],
             "bench_events" => &[("count", UInt, true), ("bytes", UInt, true)],
             "bench_blob" => &[("bytes", UInt, true)],
+            "bench_exit" => &[("code", UInt, true)],
             _ => &[],
         };
         if let Err(e) = check(p, spec) {
             return self.answer(g, req, Err(e));
         }
-        let needs_session =
-            matches!(req.method.as_str(), "submit" | "enqueue" | "interrupt" | "interrupt_and_submit" | "approve" | "configure");
+        let needs_session = matches!(
+            req.method.as_str(),
+            "submit" | "enqueue" | "interrupt" | "interrupt_and_submit" | "approve" | "configure"
+        );
         if needs_session && g.session.is_none() {
             let e = err("no_session", format!("`{}` needs a session: call create or resume first", req.method));
             return self.answer(g, req, Err(e));
@@ -395,6 +401,27 @@ impl Server {
                 }
                 self.answer(g, req, ok(json!({"count": count})))
             }
+            "bench_exit" => {
+                let code = u(p, "code").unwrap_or(0);
+                if code > 255 {
+                    return self.answer(
+                        g,
+                        req,
+                        Err(invalid("code", "field `code` must be an exit code, 0 to 255".into())),
+                    );
+                }
+                // What was queued before goes out; the answer never does.
+                self.sh.out.sync();
+                eprintln!("koma-sim: exiting with code {code} in place of the answer to id {} (bench_exit)", req.id);
+                std::process::exit(code as i32)
+            }
+            "bench_garbage" => {
+                // In place of the answer, whatever the answer faults say.
+                eprintln!("koma-sim: a line that is not JSON in place of the answer to id {} (bench_garbage)", req.id);
+                let mut line = GARBAGE_LINE.to_vec();
+                line.extend_from_slice(self.sh.out.term);
+                self.sh.out.raw(line);
+            }
             "bench_blob" => {
                 let n = u(p, "bytes").unwrap_or(0) as usize;
                 let mut r = Vec::with_capacity(n + 12);
@@ -449,7 +476,8 @@ impl Server {
             g.emit_state();
         }
         eprintln!("koma-sim: session {id} resumed ({replayed} events replayed after seq {after})");
-        let msg = format!("koma-sim session {id} resumed: {saved} log entries, {replayed} events replayed after seq {after}");
+        let msg =
+            format!("koma-sim session {id} resumed: {saved} log entries, {replayed} events replayed after seq {after}");
         g.emit("diagnostic", json!({"level": "info", "message": msg}));
         g.save();
     }
@@ -460,7 +488,13 @@ impl Server {
         let allow = match decision.as_str() {
             "allow" => true,
             "deny" => false,
-            _ => return self.answer(g, req, Err(invalid("decision", "field `decision` must be \"allow\" or \"deny\"".into()))),
+            _ => {
+                return self.answer(
+                    g,
+                    req,
+                    Err(invalid("decision", "field `decision` must be \"allow\" or \"deny\"".into())),
+                )
+            }
         };
         let sess = g.session.as_mut().expect("a session");
         let pending = match sess.active.as_mut() {
@@ -604,6 +638,39 @@ fn block_signals(sigs: &[libc::c_int]) -> libc::sigset_t {
     }
 }
 
+/// `KOMA_SIM_HELLO_DELAY_MS`: wait before hello, but no longer than stdin
+/// stays open. Nothing is read: poll(2) with no requested events reports only
+/// the end of stdin (POLLHUP, once every writer has closed it) or an error,
+/// so bytes the client writes early neither end the wait nor get consumed.
+fn hello_delay(delay: Duration) {
+    let deadline = std::time::Instant::now() + delay;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut pfd = libc::pollfd { fd: 0, events: 0, revents: 0 };
+        let ms = left.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if r > 0 {
+            if pfd.revents & libc::POLLHUP != 0 {
+                eprintln!("koma-sim: stdin closed during the hello delay; sending hello now");
+                return;
+            }
+            if pfd.revents & libc::POLLNVAL != 0 {
+                // No stdin at all: just wait.
+                std::thread::sleep(left);
+                return;
+            }
+            // POLLERR: keep waiting, with a pause so it cannot spin.
+            std::thread::sleep(left.min(Duration::from_millis(1)));
+        } else if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            std::thread::sleep(left);
+            return;
+        }
+    }
+}
+
 /// For the hello faults after which the client must write nothing: what
 /// the sim saw, told on stderr.
 fn report_bytes(n: u64) {
@@ -647,7 +714,8 @@ pub fn run(cfg: Config) -> ! {
     let f = &cfg.faults;
     // The tool first, so it starts with default signal dispositions.
     let tool = if f.spawn_tool {
-        match Command::new("sleep").arg("3600").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn() {
+        match Command::new("sleep").arg("3600").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()
+        {
             Ok(c) => {
                 eprintln!("koma-sim: tool pid {} (spawn_tool)", c.id());
                 Some(c)
@@ -706,6 +774,9 @@ pub fn run(cfg: Config) -> ! {
     }
     if f.late_hello {
         std::thread::sleep(Duration::from_millis(300));
+    }
+    if sh.cfg.hello_delay_ms > 0 {
+        hello_delay(Duration::from_millis(sh.cfg.hello_delay_ms));
     }
     if !f.no_hello {
         // (The bad-protocol hellos report everything read, at the end.)

@@ -225,10 +225,13 @@ fn process_faults() {
     let mut sim = faulty(&home, "ignore_detach,ignore_eof,ignore_sigterm");
     sim.hello();
     sim.write_raw(b"{\"id\":\"1\",\"method\":\"detach\",\"params\":{}}\n");
-    assert_eq!(parse(&{
-        sim.write_raw(&state_line("2"));
-        sim.raw_line().unwrap()
-    })["id"], "2");
+    assert_eq!(
+        parse(&{
+            sim.write_raw(&state_line("2"));
+            sim.raw_line().unwrap()
+        })["id"],
+        "2"
+    );
     sim.close_stdin();
     unsafe { libc::kill(sim.pid(), libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(100));

@@ -22,6 +22,12 @@ fn cli_version_help_and_bad_args() {
     }
     let out = Command::new(BIN).args(["sdk", "serve"]).env("KOMA_SIM_FAULT", "nonsense").output().unwrap();
     assert_eq!(out.status.code(), Some(64));
+    for var in ["KOMA_SIM_DELAY_MS", "KOMA_SIM_HELLO_DELAY_MS"] {
+        let out = Command::new(BIN).args(["sdk", "serve"]).env(var, "soon").output().unwrap();
+        assert_eq!(out.status.code(), Some(64), "{var}");
+        assert!(out.stdout.is_empty(), "{var}");
+        assert!(String::from_utf8(out.stderr).unwrap().contains(var));
+    }
 }
 
 #[test]
@@ -36,7 +42,18 @@ fn hello_create_and_a_plain_turn() {
     let caps: Vec<&str> = h["capabilities"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
     assert_eq!(
         caps,
-        ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"]
+        [
+            "create",
+            "resume",
+            "state",
+            "submit",
+            "enqueue",
+            "interrupt",
+            "interrupt_and_submit",
+            "approve",
+            "detach",
+            "configure"
+        ]
     );
 
     // Before a session.
@@ -89,7 +106,10 @@ fn read_and_approval_turns_busy_and_queue() {
     assert_eq!(sim.ok("submit", json!({"text": "please look at src/lib.rs"}))["turn"], "t-1");
     let evs = sim.turn_events("t-1");
     assert_eq!(&names(&evs)[..4], ["turn_started", "state", "tool_call", "tool_result"]);
-    assert_eq!(evs[2]["data"], json!({"turn": "t-1", "call": "c-1", "tool": "read_file", "input": {"path": "src/lib.rs"}}));
+    assert_eq!(
+        evs[2]["data"],
+        json!({"turn": "t-1", "call": "c-1", "tool": "read_file", "input": {"path": "src/lib.rs"}})
+    );
     assert_eq!(evs[3]["data"]["call"], "c-1");
     assert_eq!(evs[3]["data"]["error"], false);
     assert!(evs[3]["data"]["output"].is_string());
@@ -107,14 +127,20 @@ fn read_and_approval_turns_busy_and_queue() {
     assert_eq!(sim.ok("enqueue", json!({"text": "queued text"})), json!({"position": 1}));
     assert_eq!(sim.ok("enqueue", json!({"text": "queued two"})), json!({"position": 2}));
     let st = sim.ok("state", json!({}));
-    assert_eq!((st["status"].as_str(), st["turn"].as_str(), st["queued"].as_u64()), (Some("waiting"), Some("t-2"), Some(2)));
+    assert_eq!(
+        (st["status"].as_str(), st["turn"].as_str(), st["queued"].as_u64()),
+        (Some("waiting"), Some("t-2"), Some(2))
+    );
     assert_eq!(sim.err("approve", json!({"approval": "a-9", "decision": "allow"})), "unknown_approval");
     assert_eq!(sim.err("approve", json!({"approval": "a-1", "decision": "maybe"})), "invalid_params");
     assert_eq!(sim.ok("approve", json!({"approval": "a-1", "decision": "allow"})), json!({}));
     let evs = sim.events_until(|e| e["name"] == "turn_finished");
     let tr = evs.iter().find(|e| e["name"] == "tool_result").unwrap();
     assert_eq!(tr["data"]["error"], false);
-    assert_eq!(tr["data"]["call"], evs.iter().find(|e| e["name"] == "tool_call").map_or(json!("c-2"), |e| e["data"]["call"].clone()));
+    assert_eq!(
+        tr["data"]["call"],
+        evs.iter().find(|e| e["name"] == "tool_call").map_or(json!("c-2"), |e| e["data"]["call"].clone())
+    );
     assert_eq!(evs.last().unwrap()["data"], json!({"turn": "t-2", "status": "completed"}));
     // The queue goes on by itself.
     let next = sim.next_event();
@@ -176,12 +202,18 @@ fn interrupt_and_interrupt_and_submit() {
 
     sim.ok("submit", json!({"text": "fix b.rs"}));
     sim.events_until(|e| e["name"] == "approval_requested");
-    assert_eq!(sim.ok("interrupt_and_submit", json!({"text": "instead"})), json!({"interrupted": "t-3", "turn": "t-4"}));
+    assert_eq!(
+        sim.ok("interrupt_and_submit", json!({"text": "instead"})),
+        json!({"interrupted": "t-3", "turn": "t-4"})
+    );
     let evs = sim.events_until(|e| e["name"] == "turn_started");
     assert_eq!(evs[evs.len() - 2]["data"], json!({"turn": "t-3", "status": "interrupted"}));
     assert_eq!(evs.last().unwrap()["data"]["turn"], "t-4");
     sim.turn_events("t-4");
-    assert_eq!(sim.ok("interrupt_and_submit", json!({"text": "idle now"})), json!({"interrupted": null, "turn": "t-5"}));
+    assert_eq!(
+        sim.ok("interrupt_and_submit", json!({"text": "idle now"})),
+        json!({"interrupted": null, "turn": "t-5"})
+    );
     sim.turn_events("t-5");
     sim.detach();
 
@@ -343,5 +375,76 @@ fn bench_mode() {
     let evs = sim.turn_events("t-1");
     assert_eq!(evs[0]["seq"].as_u64(), Some(5002));
     sim.detach();
+    let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
+fn hello_delay_is_cut_short_by_the_end_of_stdin() {
+    let home = temp_home("hello-delay");
+    // Ten minutes: only the end of stdin can end the wait within TIMEOUT.
+    let mut sim = Sim::spawn(&home, &[("KOMA_SIM_HELLO_DELAY_MS", "600000")]);
+    // Bytes written early neither end the wait nor are read before hello.
+    sim.write_raw(b"{}\n");
+    assert!(sim.quiet_for(Duration::from_millis(100)), "hello came before the delay");
+    sim.close_stdin();
+    sim.hello();
+    assert!(sim.raw_line().is_none(), "nothing after hello");
+    assert_eq!(sim.wait_exit().code(), Some(0));
+    sim.wait_stderr("koma-sim: client wrote 3 bytes before hello\n");
+    sim.wait_stderr("koma-sim: stdin closed during the hello delay; sending hello now\n");
+
+    // A short delay, then a normal session.
+    let mut sim = Sim::spawn(&home, &[("KOMA_SIM_HELLO_DELAY_MS", "20")]);
+    sim.hello();
+    assert_eq!(sim.ok("state", json!({}))["status"], "idle");
+    sim.detach();
+    assert!(!sim.stderr().contains("hello delay"));
+    let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
+fn bench_exit_and_bench_garbage() {
+    let home = temp_home("bench-faults");
+    let mut sim = Sim::spawn(&home, &[]);
+    sim.hello();
+    assert_eq!(sim.err("bench_exit", json!({"code": 1})), "unknown_method");
+    assert_eq!(sim.err("bench_garbage", json!({})), "unknown_method");
+    sim.detach();
+
+    // bench_garbage: a line that is not JSON in place of the answer, even
+    // when answers are held back; then the sim goes on.
+    let mut sim = Sim::spawn(&home, &[("KOMA_SIM_BENCH", "1"), ("KOMA_SIM_FAULT", "never_answer")]);
+    let caps = sim.hello()["capabilities"].clone();
+    let caps = caps.as_array().unwrap();
+    assert!(caps.contains(&json!("bench_exit")) && caps.contains(&json!("bench_garbage")));
+    sim.send("bench_garbage", json!({}));
+    assert_eq!(sim.raw_line().unwrap(), b"this line is not JSON (bench_garbage)\n");
+    sim.wait_stderr("(bench_garbage)");
+    sim.detach();
+
+    let mut sim = Sim::spawn(&home, &[("KOMA_SIM_BENCH", "1")]);
+    sim.hello();
+    sim.send("bench_garbage", json!({}));
+    assert_eq!(sim.raw_line().unwrap(), b"this line is not JSON (bench_garbage)\n");
+    assert_eq!(sim.ok("state", json!({}))["status"], "idle");
+    assert_eq!(sim.err("bench_garbage", json!({"x": 1})), "invalid_params");
+    // bench_exit: the code is required and must be an exit code.
+    assert_eq!(sim.err("bench_exit", json!({})), "invalid_params");
+    let r = sim.call("bench_exit", json!({"code": 256}));
+    assert_eq!(r["error"]["data"]["field"], "code");
+    // What was emitted before goes out; then the process exits with that
+    // code, without an answer.
+    sim.ok("create", json!({}));
+    sim.send("bench_exit", json!({"code": 7}));
+    assert_eq!(sim.next_event()["name"], "diagnostic");
+    assert!(sim.raw_line().is_none(), "no answer to bench_exit");
+    assert_eq!(sim.wait_exit().code(), Some(7));
+    sim.wait_stderr("exiting with code 7 in place of the answer to id ");
+
+    let mut sim = Sim::spawn(&home, &[("KOMA_SIM_BENCH", "1")]);
+    sim.hello();
+    sim.send("bench_exit", json!({"code": 0}));
+    assert!(sim.raw_line().is_none());
+    assert_eq!(sim.wait_exit().code(), Some(0));
     let _ = std::fs::remove_dir_all(home);
 }

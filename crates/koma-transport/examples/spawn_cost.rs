@@ -60,9 +60,15 @@ fn main() {
             spawned.process.reap();
         })
     };
-    println!("parent: {mib} MiB touched, {threads} idle threads, {spawns} spawns per method (median µs per spawn + wait)");
+    println!(
+        "parent: {mib} MiB touched, {threads} idle threads, {spawns} spawns per method (median µs per spawn + wait)"
+    );
     for round in 0..2 {
-        for (name, f) in [("fork (pre_exec)", &fork as &dyn Fn(())), ("posix_spawn", &posix_spawn), ("koma spawner (clone VM|VFORK|PIDFD)", &launch)] {
+        for (name, f) in [
+            ("fork (pre_exec)", &fork as &dyn Fn(())),
+            ("posix_spawn", &posix_spawn),
+            ("koma spawner (clone VM|VFORK|PIDFD)", &launch),
+        ] {
             let samples: Vec<f64> = (0..spawns).map(|_| time(&|| f(()))).collect();
             if round == 1 {
                 println!("  {name:<38} {:>8.0} µs", median(samples));

@@ -13,12 +13,15 @@ use crate::lift::LiftedString;
 use crate::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
 
 /// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
-/// the closing bracket; what each event writes is up to the caller), so
-/// handing them over is a move, not a copy.
+/// the closing bracket; what each event writes is up to the caller, and the
+/// buffer adds its frame's size after it), so handing them over is a move,
+/// not a copy.
 #[derive(Debug)]
 struct Segment {
     json: Vec<u8>,
-    sizes: Vec<usize>,
+    count: usize,
+    /// The frame bytes of its events.
+    bytes: usize,
     /// Strings lifted out of the events (see [`crate::lift`]), by index in the batch.
     lifts: Vec<(u32, LiftedString)>,
 }
@@ -41,9 +44,10 @@ pub enum End {
 /// What the application gets when it asks for events.
 #[derive(Debug, PartialEq)]
 pub enum Take {
-    /// A batch of `count` events: their JSON joined as one array, and the
-    /// strings lifted out of them, by the event's index in the batch.
-    Batch { json: Vec<u8>, count: usize, epoch: u32, lifts: Vec<(u32, LiftedString)> },
+    /// A batch of `count` events (`bytes` of frames): their JSON joined as
+    /// one array, and the strings lifted out of them, by the event's index
+    /// in the batch.
+    Batch { json: Vec<u8>, count: usize, bytes: usize, epoch: u32, lifts: Vec<(u32, LiftedString)> },
     /// The one overflow report.
     Overflow { dropped: u64 },
     /// Nothing waiting now.
@@ -58,10 +62,9 @@ pub struct EventBuffer {
     /// Frames and bytes counted against the bound: queued here plus lent out.
     frames: usize,
     bytes: usize,
-    /// Sizes of the events lent out and not yet taken, in order.
-    lent: VecDeque<usize>,
-    /// The application's running count of events taken (see [`EventBuffer::settle`]).
-    settled: u32,
+    /// The application's running counts of events and of their bytes taken
+    /// (see [`EventBuffer::settle`]), as last seen.
+    settled: (u32, u32),
     /// Bumped when an overflow revokes what was lent.
     epoch: u32,
     paused: bool,
@@ -86,8 +89,7 @@ impl EventBuffer {
             queue: VecDeque::new(),
             frames: 0,
             bytes: 0,
-            lent: VecDeque::new(),
-            settled: 0,
+            settled: (0, 0),
             epoch: 0,
             paused: false,
             dropped: 0,
@@ -121,7 +123,8 @@ impl EventBuffer {
 
     /// Offer one sequence-checked event of `frame_bytes` (counted against the
     /// bound), whose JSON for the application (about `len` bytes) `write`
-    /// appends to the batch, with the strings lifted out of it. Returns true
+    /// appends to the batch (the buffer then appends `,frame_bytes`), with
+    /// the strings lifted out of it. Returns true
     /// if it overflowed now.
     pub fn push(
         &mut self,
@@ -143,7 +146,6 @@ impl EventBuffer {
             self.queue.push_back(Item::Overflow);
             self.frames = 0;
             self.bytes = 0;
-            self.lent.clear();
             self.epoch = self.epoch.wrapping_add(1);
             self.paused = true;
             return true;
@@ -155,16 +157,19 @@ impl EventBuffer {
             // Room for the whole batch and its closing bracket; pages not written cost nothing.
             let mut json = Vec::with_capacity((BATCH_BYTES + 64).max(len + 2));
             json.push(b'[');
-            self.queue.push_back(Item::Events(Segment { json, sizes: Vec::new(), lifts: Vec::new() }));
+            self.queue.push_back(Item::Events(Segment { json, count: 0, bytes: 0, lifts: Vec::new() }));
         }
         let Some(Item::Events(seg)) = self.queue.back_mut() else { unreachable!() };
-        if !seg.sizes.is_empty() {
+        if seg.count > 0 {
             seg.json.push(b',');
         }
         write(&mut seg.json);
-        let index = seg.sizes.len() as u32;
+        seg.json.push(b',');
+        seg.json.extend_from_slice(itoa::Buffer::new().format(frame_bytes).as_bytes());
+        let index = seg.count as u32;
         seg.lifts.extend(lifts.into_iter().map(|l| (index, l)));
-        seg.sizes.push(frame_bytes);
+        seg.count += 1;
+        seg.bytes += frame_bytes;
         false
     }
 
@@ -182,9 +187,8 @@ impl EventBuffer {
             Some(Item::Events(_)) => {
                 let Some(Item::Events(mut seg)) = self.queue.pop_front() else { unreachable!() };
                 seg.json.push(b']');
-                let count = seg.sizes.len();
-                self.lent.extend(seg.sizes);
-                Take::Batch { json: seg.json, count, epoch: self.epoch, lifts: seg.lifts }
+                let (count, bytes) = (seg.count, seg.bytes);
+                Take::Batch { json: seg.json, count, bytes, epoch: self.epoch, lifts: seg.lifts }
             }
             None => match &self.end {
                 Some(end) => Take::Ended(end.clone()),
@@ -193,18 +197,18 @@ impl EventBuffer {
         }
     }
 
-    /// The application has taken `taken_total` events in all (a running,
-    /// wrapping count it keeps itself, counting only events of the current
-    /// epoch): what it took of the lent batches stops counting against the bound.
-    pub fn settle(&mut self, taken_total: u32) {
-        let mut n = taken_total.wrapping_sub(self.settled);
-        self.settled = taken_total;
-        while n > 0 {
-            let Some(size) = self.lent.pop_front() else { break };
-            self.frames -= 1;
-            self.bytes -= size;
-            n -= 1;
-        }
+    /// The application has taken `count` events and `bytes` bytes of event
+    /// frames in all (running, wrapping counts it keeps itself, counting only
+    /// events of the current epoch, each with the size its batch gave it):
+    /// those stop counting against the bound. Events may be taken in any
+    /// order (a Turn takes its own, `events()` the rest).
+    pub fn settle(&mut self, count: u32, bytes: u32) {
+        let (n, b) = (count.wrapping_sub(self.settled.0), bytes.wrapping_sub(self.settled.1));
+        self.settled = (count, bytes);
+        // Saturating: a count that raced with an overflow (which reset the
+        // totals) must not wrap them.
+        self.frames = self.frames.saturating_sub(n as usize);
+        self.bytes = self.bytes.saturating_sub(b as usize);
     }
 
     /// The epoch lent batches belong to; an overflow bumps it (revoking them).
@@ -262,9 +266,10 @@ mod tests {
         let Take::Batch { json, count, epoch, .. } = b.take() else { panic!() };
         assert_eq!(count, 200);
         let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        assert_eq!(parsed.as_array().unwrap().len(), 200);
+        assert_eq!(parsed.as_array().unwrap().len(), 400, "each event and its frame's size");
+        assert_eq!(parsed[1], 100);
         assert_eq!(b.counted_frames(), 200, "lent, not yet taken");
-        b.settle(50);
+        b.settle(50, 50 * 100);
         assert_eq!(b.counted_frames(), 150);
         assert_eq!(b.counted_bytes(), 150 * 100);
         for i in 0..106 {
@@ -272,11 +277,11 @@ mod tests {
         }
         assert!(ev(&mut b, 0), "150 lent + 106 queued + 1 is over 256");
         assert_ne!(b.epoch(), epoch, "the lent batch was revoked");
-        b.settle(51); // a late count for a revoked batch changes nothing
+        b.settle(51, 51 * 100); // a late count that raced the overflow cannot wrap the totals
         assert_eq!(b.counted_frames(), 0);
         assert_eq!(b.take(), Take::Overflow { dropped: 257 });
         ev(&mut b, 1);
-        b.settle(51);
+        b.settle(51, 51 * 100);
         assert_eq!(b.counted_frames(), 1);
     }
 
@@ -304,5 +309,26 @@ mod tests {
         }
         assert_eq!(n, 40);
         assert_eq!(b.take(), Take::Ended(End::Finished));
+    }
+}
+
+#[cfg(test)]
+mod out_of_order {
+    use super::*;
+
+    #[test]
+    fn events_taken_out_of_order_free_their_own_bytes() {
+        let mut b = EventBuffer::with_bounds(256, 1000);
+        for size in [100, 500, 300] {
+            assert!(!b.push(size, 1, Vec::new(), |out| out.push(b'1')));
+        }
+        let Take::Batch { .. } = b.take() else { panic!() };
+        // The 500-byte event is taken first (a Turn's), then the 300 one.
+        b.settle(1, 500);
+        assert_eq!((b.counted_frames(), b.counted_bytes()), (2, 400));
+        b.settle(2, 800);
+        assert_eq!((b.counted_frames(), b.counted_bytes()), (1, 100));
+        assert!(!b.push(900, 1, Vec::new(), |out| out.push(b'1')), "100 + 900 fits in 1000");
+        assert!(b.push(1, 1, Vec::new(), |out| out.push(b'1')), "one byte more does not");
     }
 }

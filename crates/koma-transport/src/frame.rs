@@ -174,10 +174,7 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 }
 
 fn oversize(start: &[u8]) -> Violation {
-    Violation::new(
-        format!("a stdout frame is over {} bytes (40 MiB)", MAX_FRAME_BYTES),
-        &start[..start.len().min(256)],
-    )
+    Violation::new(format!("a stdout frame is over {} bytes (40 MiB)", MAX_FRAME_BYTES), &start[..start.len().min(256)])
 }
 
 /// The names of the event catalog (part B).
@@ -243,8 +240,7 @@ pub fn check_object_text(line: &[u8]) -> Result<&str, Violation> {
     if line.is_empty() {
         return Err(Violation::new("a blank line on stdout", line));
     }
-    let text = std::str::from_utf8(line)
-        .map_err(|_| Violation::new("a stdout line is not valid UTF-8", line))?;
+    let text = std::str::from_utf8(line).map_err(|_| Violation::new("a stdout line is not valid UTF-8", line))?;
     match text.trim_start_matches([' ', '\t']).as_bytes().first() {
         Some(b'{') => Ok(text),
         _ => Err(Violation::new("a stdout line is not a JSON object", line)),
@@ -254,9 +250,8 @@ pub fn check_object_text(line: &[u8]) -> Result<&str, Violation> {
 /// Classify one line (terminator removed).
 pub fn classify(line: &[u8]) -> Result<Frame, Violation> {
     let text = check_object_text(line)?;
-    let frame: WireFrame<'_> = serde_json::from_str(text).map_err(|e| {
-        Violation::new(format!("a stdout line is not one complete JSON object ({})", e), line)
-    })?;
+    let frame: WireFrame<'_> = serde_json::from_str(text)
+        .map_err(|e| Violation::new(format!("a stdout line is not one complete JSON object ({})", e), line))?;
     let range_of = |raw: &RawValue| -> Range<usize> {
         let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
         start..start + raw.get().len()
@@ -289,15 +284,11 @@ pub fn classify(line: &[u8]) -> Result<Frame, Violation> {
                 .ok_or_else(|| Violation::new("a frame with neither type nor a string id", line))?;
             let body = match (frame.result, frame.error) {
                 (Some(result), None) => ResponseBody::Result(range_of(result)),
-                (None, Some(error)) => ResponseBody::Error(parse_remote_error(error.get()).ok_or_else(
-                    || Violation::new("a response error without string code and message", line),
-                )?),
-                _ => {
-                    return Err(Violation::new(
-                        "a response must hold exactly one of result and error",
-                        line,
-                    ))
-                }
+                (None, Some(error)) => ResponseBody::Error(
+                    parse_remote_error(error.get())
+                        .ok_or_else(|| Violation::new("a response error without string code and message", line))?,
+                ),
+                _ => return Err(Violation::new("a response must hold exactly one of result and error", line)),
             };
             Ok(Frame::Response { id, body })
         }
@@ -313,11 +304,7 @@ fn parse_remote_error(text: &str) -> Option<crate::error::RemoteError> {
         data: Option<&'a RawValue>,
     }
     let e: E<'_> = serde_json::from_str(text).ok()?;
-    Some(crate::error::RemoteError {
-        code: e.code,
-        message: e.message,
-        data: e.data.map(|d| d.get().to_owned()),
-    })
+    Some(crate::error::RemoteError { code: e.code, message: e.message, data: e.data.map(|d| d.get().to_owned()) })
 }
 
 /// A JSON number text that is a positive integer (no fraction, no exponent).
@@ -336,7 +323,14 @@ mod tests {
         let mut s = LineSplitter::new();
         let mut out = Vec::new();
         for c in chunks {
-            s.feed(c, |l| -> Result<(), Violation> { out.push(l.into_owned()); Ok(()) }, |v| v)?;
+            s.feed(
+                c,
+                |l| -> Result<(), Violation> {
+                    out.push(l.into_owned());
+                    Ok(())
+                },
+                |v| v,
+            )?;
         }
         s.finish()?;
         Ok(out)
@@ -399,11 +393,16 @@ mod tests {
             let mut s = LineSplitter::new();
             let mut got = 0;
             for c in line.chunks(65536) {
-                s.feed(c, |l| -> Result<(), Violation> {
-                    got = l.bytes().len();
-                    assert!(matches!(classify(l.bytes()).unwrap(), Frame::Response { .. }));
-                    Ok(())
-                }, |v| v).unwrap();
+                s.feed(
+                    c,
+                    |l| -> Result<(), Violation> {
+                        got = l.bytes().len();
+                        assert!(matches!(classify(l.bytes()).unwrap(), Frame::Response { .. }));
+                        Ok(())
+                    },
+                    |v| v,
+                )
+                .unwrap();
                 assert!(s.partial_capacity() <= MAX_FRAME_BYTES + 1);
             }
             assert_eq!(got, MAX_FRAME_BYTES);

@@ -62,10 +62,7 @@ pub fn check(line: &[u8]) -> Result<Hello, KomaError> {
         Some(other) => {
             return Err(KomaError::new(
                 ErrorCode::ProtocolMismatch,
-                format!(
-                    "koma's hello says protocol {}; this SDK speaks protocol 1 only",
-                    quote_line(other.as_bytes())
-                ),
+                format!("koma's hello says protocol {}; this SDK speaks protocol 1 only", quote_line(other.as_bytes())),
             ))
         }
         None => {
@@ -87,19 +84,11 @@ pub fn check(line: &[u8]) -> Result<Hello, KomaError> {
         .capabilities
         .and_then(|c| serde_json::from_str(c.get()).ok())
         .ok_or_else(|| bad(line, "capabilities must be an array of strings"))?;
-    Ok(Hello {
-        binary_path: binary.path,
-        binary_version: binary.version,
-        diagnostics,
-        capabilities,
-    })
+    Ok(Hello { binary_path: binary.path, binary_version: binary.version, diagnostics, capabilities })
 }
 
 fn bad(line: &[u8], why: &str) -> KomaError {
-    KomaError::new(
-        ErrorCode::ProtocolError,
-        format!("bad hello ({}): `{}`", why, quote_line(line)),
-    )
+    KomaError::new(ErrorCode::ProtocolError, format!("bad hello ({}): `{}`", why, quote_line(line)))
 }
 
 #[cfg(test)]

@@ -73,7 +73,10 @@ pub struct Lifted {
 pub enum Chars {
     /// One byte per character: `bytes[range]` (shared with the line it was
     /// cut from when that line is owned, so a large string is never copied).
-    Latin1 { bytes: Arc<Vec<u8>>, range: Range<usize> },
+    Latin1 {
+        bytes: Arc<Vec<u8>>,
+        range: Range<usize>,
+    },
     Utf16(Vec<u16>),
 }
 
@@ -471,7 +474,13 @@ mod tests {
 
     #[test]
     fn invalid_input_never_panics() {
-        for bad in [&b"\"0123456789"[..], b"{\"t\":\"0123456789\\", b"]]]]]]]]]]]]]]", b"{\"a\":\"0123456789\"", b"\\\\\\\\\\\\\\\\\\\\\\\\"] {
+        for bad in [
+            &b"\"0123456789"[..],
+            b"{\"t\":\"0123456789\\",
+            b"]]]]]]]]]]]]]]",
+            b"{\"a\":\"0123456789\"",
+            b"\\\\\\\\\\\\\\\\\\\\\\\\",
+        ] {
             let _ = lift(bad, 4);
         }
     }
@@ -491,7 +500,8 @@ mod tests {
     }
 
     fn gen_string(r: &mut Rng, out: &mut String) {
-        const PIECES: &[&str] = &["a", "b", "é", "☃", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", " ", "\\\\", "k"];
+        const PIECES: &[&str] =
+            &["a", "b", "é", "☃", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", " ", "\\\\", "k"];
         out.push('"');
         for _ in 0..r.below(12) {
             out.push_str(PIECES[r.below(PIECES.len() as u64) as usize]);
@@ -590,4 +600,3 @@ mod tests {
         assert!(lift(wide.as_bytes(), 4).is_none());
     }
 }
-

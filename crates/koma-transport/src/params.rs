@@ -46,10 +46,7 @@ pub const METHODS: &[Method] = &[
     Method { name: "enqueue", fields: &[req("text", FieldType::String)] },
     Method { name: "interrupt", fields: &[] },
     Method { name: "interrupt_and_submit", fields: &[req("text", FieldType::String)] },
-    Method {
-        name: "approve",
-        fields: &[req("approval", FieldType::String), req("decision", FieldType::Decision)],
-    },
+    Method { name: "approve", fields: &[req("approval", FieldType::String), req("decision", FieldType::Decision)] },
     Method { name: "configure", fields: &[opt("model", FieldType::String)] },
     Method { name: "detach", fields: &[] },
 ];
@@ -73,7 +70,10 @@ pub fn check(method_name: &str, params: Option<&str>) -> Result<String, KomaErro
         // (Ignoring the strings' contents accepts lone surrogates: look for them too.)
         return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
             Ok(_) if text.trim_start().starts_with('{') && lone_surrogates(text).is_empty() => Ok(text.to_owned()),
-            _ => Err(invalid(method_name, unsendable(text, None).unwrap_or_else(|| "params must be a JSON object".into()))),
+            _ => Err(invalid(
+                method_name,
+                unsendable(text, None).unwrap_or_else(|| "params must be a JSON object".into()),
+            )),
         };
     };
     let Some(text) = params else {
@@ -108,20 +108,23 @@ fn unsendable(text: &str, method: Option<&Method>) -> Option<String> {
     let why = format!(
         "holds a lone surrogate (\\u{code}, half of a UTF-16 pair: a string cut inside an emoji?), which cannot be sent: strict JSON parsers such as serde_json refuse it"
     );
-    let fields: Option<Map<String, Value>> = serde_json::from_str::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(&fixed)
-        .ok()
-        .map(|m| {
-            m.into_iter()
-                .filter(|(_, raw)| {
-                    let start = raw.get().as_ptr() as usize - fixed.as_ptr() as usize;
-                    let end = start + raw.get().len();
-                    at.iter().any(|&i| i >= start && i < end)
-                })
-                .map(|(k, _)| (k, Value::Null))
-                .collect()
-        });
+    let fields: Option<Map<String, Value>> =
+        serde_json::from_str::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(&fixed).ok().map(
+            |m| {
+                m.into_iter()
+                    .filter(|(_, raw)| {
+                        let start = raw.get().as_ptr() as usize - fixed.as_ptr() as usize;
+                        let end = start + raw.get().len();
+                        at.iter().any(|&i| i >= start && i < end)
+                    })
+                    .map(|(k, _)| (k, Value::Null))
+                    .collect()
+            },
+        );
     match fields.as_ref().and_then(|f| f.keys().next()) {
-        Some(field) if method.is_none_or(|m| m.fields.iter().any(|f| f.name == field)) => Some(format!("field `{field}` {why}")),
+        Some(field) if method.is_none_or(|m| m.fields.iter().any(|f| f.name == field)) => {
+            Some(format!("field `{field}` {why}"))
+        }
         _ => Some(format!("params {why}")),
     }
 }
@@ -153,7 +156,9 @@ fn lone_surrogates(text: &str) -> Vec<usize> {
         };
         match unit {
             0xD800..=0xDBFF => {
-                let paired = b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') && matches!(hex(i + 8), Some(0xDC00..=0xDFFF));
+                let paired = b.get(i + 6) == Some(&b'\\')
+                    && b.get(i + 7) == Some(&b'u')
+                    && matches!(hex(i + 8), Some(0xDC00..=0xDFFF));
                 if paired {
                     i += 12;
                     continue;
@@ -184,9 +189,7 @@ fn check_fields(method: &Method, map: &Map<String, Value>) -> Result<(), KomaErr
     }
     for field in method.fields {
         match map.get(field.name) {
-            None if field.required => {
-                return Err(invalid(method.name, format!("missing field `{}`", field.name)))
-            }
+            None if field.required => return Err(invalid(method.name, format!("missing field `{}`", field.name))),
             None => {}
             Some(v) => {
                 let ok = match field.ty {
@@ -246,14 +249,16 @@ mod tests {
 
     #[test]
     fn a_lone_surrogate_is_named_with_its_field() {
-        for (text, field) in [
-            (r#"{"text":"a\ud800b"}"#, "text"),
-            (r#"{"text":"\udc00"}"#, "text"),
-            (r#"{"text":"end \ud83d"}"#, "text"),
-        ] {
+        for (text, field) in
+            [(r#"{"text":"a\ud800b"}"#, "text"), (r#"{"text":"\udc00"}"#, "text"), (r#"{"text":"end \ud83d"}"#, "text")]
+        {
             let e = check("submit", Some(text)).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidParams);
-            assert!(e.message.contains(&format!("field `{field}`")) && e.message.contains("lone surrogate"), "{}", e.message);
+            assert!(
+                e.message.contains(&format!("field `{field}`")) && e.message.contains("lone surrogate"),
+                "{}",
+                e.message
+            );
         }
         // A pair is fine; an escaped backslash before `u` is not an escape.
         assert!(check("submit", Some(r#"{"text":"\ud83d\ude00"}"#)).is_ok());

@@ -46,9 +46,7 @@ fn push_escaped(out: &mut String, ch: char) {
         '\\' => out.push_str("\\\\"),
         c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         // Bidirectional overrides can disguise text on a terminal.
-        c @ ('\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') => {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32))
-        }
+        c @ ('\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         c => out.push(c),
     }
 }

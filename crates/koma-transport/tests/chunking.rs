@@ -115,9 +115,7 @@ const ODD_BYTES: &[&[u8]] = &[
     b"\r\n",
 ];
 
-const TERMINATORS: &[&[u8]] = &[
-    b"\n", b"\n", b"\n", b"\r\n", b"\r\n", b"\r\r\n", b"\n\n", b"",
-];
+const TERMINATORS: &[&[u8]] = &[b"\n", b"\n", b"\n", b"\r\n", b"\r\n", b"\r\r\n", b"\n\n", b""];
 
 /// A line whose result is a string of `n` copies of `piece`.
 fn long_line(piece: &str, n: usize) -> Vec<u8> {
@@ -190,12 +188,7 @@ fn every_corpus_file_gives_the_same_verdict_in_any_chunking() {
         .filter(|p| p.is_file())
         .collect();
     files.sort();
-    assert!(
-        files.len() >= 50,
-        "{} holds only {} files",
-        dir.display(),
-        files.len()
-    );
+    assert!(files.len() >= 50, "{} holds only {} files", dir.display(), files.len());
     let mut rng = Rng::new(0x6b6f6d61);
     for path in &files {
         let data = std::fs::read(path).unwrap();
@@ -260,16 +253,10 @@ fn big_shapes() -> Vec<(&'static str, Vec<u8>)> {
         ("40 MiB + 1, LF", cat(&[&frame_of_len(M + 1), b"\n"])),
         ("40 MiB + 1, CRLF", cat(&[&frame_of_len(M + 1), b"\r\n"])),
         ("40 MiB + 2, LF", cat(&[&frame_of_len(M + 2), b"\n"])),
-        (
-            "40 MiB - 1 and CR CR LF",
-            cat(&[&frame_of_len(M - 1), b"\r\r\n"]),
-        ),
+        ("40 MiB - 1 and CR CR LF", cat(&[&frame_of_len(M - 1), b"\r\r\n"])),
         ("40 MiB + 1 unterminated", vec![b'x'; M + 1]),
         ("40 MiB + 2 unterminated", vec![b'x'; M + 2]),
-        (
-            "between small lines",
-            cat(&[small, b"\n", &frame_of_len(M + 1), b"\n", small, b"\n"]),
-        ),
+        ("between small lines", cat(&[small, b"\n", &frame_of_len(M + 1), b"\n", small, b"\n"])),
     ]
 }
 
@@ -284,19 +271,11 @@ fn check_big(shapes: &[(&str, Vec<u8>)], chunkings: &[&[usize]]) {
         for sizes in chunkings {
             if let Err(e) = std::panic::catch_unwind(|| check(stream, &[sizes], false)) {
                 let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
-                failed.push(format!(
-                    "{name}, {sizes:?}: {}",
-                    &msg[..msg.len().min(1500)]
-                ));
+                failed.push(format!("{name}, {sizes:?}: {}", &msg[..msg.len().min(1500)]));
             }
         }
     }
-    assert!(
-        failed.is_empty(),
-        "{} failed:\n{}",
-        failed.len(),
-        failed.join("\n")
-    );
+    assert!(failed.is_empty(), "{} failed:\n{}", failed.len(), failed.join("\n"));
 }
 
 /// The 40 MiB bound in one read and across reads, cut at and around the bound.
@@ -321,10 +300,8 @@ fn the_40_mib_bound_gives_the_same_verdict_in_any_chunking() {
 /// violation quoted only the held bytes. Fixed in `LineSplitter::feed`.
 #[test]
 fn the_too_large_quote_does_not_depend_on_the_chunking() {
-    let shapes: Vec<_> = big_shapes()
-        .into_iter()
-        .filter(|(n, _)| ["40 MiB + 1, CRLF", "40 MiB + 2, LF"].contains(n))
-        .collect();
+    let shapes: Vec<_> =
+        big_shapes().into_iter().filter(|(n, _)| ["40 MiB + 1, CRLF", "40 MiB + 2, LF"].contains(n)).collect();
     check_big(&shapes, &[&[7, 1 << 30], &[199, 1 << 30]]);
 }
 
@@ -430,20 +407,12 @@ fn check_memory(cases: &[(&str, Vec<u8>, usize, bool)]) {
     let mut over = Vec::new();
     for (name, stream, first, ok) in cases {
         let (verdicts, peak) = peak_while_reading(stream, *first);
-        assert_eq!(
-            verdicts.last().unwrap().is_ok(),
-            *ok,
-            "{name}: {verdicts:?}"
-        );
+        assert_eq!(verdicts.last().unwrap().is_ok(), *ok, "{name}: {verdicts:?}");
         if peak > allowed {
             over.push(format!("{name}: held {peak} bytes, allowed {allowed}"));
         }
     }
-    assert!(
-        over.is_empty(),
-        "over the memory bound:\n{}",
-        over.join("\n")
-    );
+    assert!(over.is_empty(), "over the memory bound:\n{}", over.join("\n"));
 }
 
 /// A.10: a frame over 40 MiB is detected "without holding more than that in
@@ -453,61 +422,16 @@ fn check_memory(cases: &[(&str, Vec<u8>, usize, bool)]) {
 #[cfg_attr(debug_assertions, ignore = "40 MiB streams: run with --release")]
 fn reading_holds_no_more_than_the_bound_plus_a_read_buffer() {
     check_memory(&[
-        (
-            "exactly 40 MiB, LF",
-            cat(&[&frame_of_len(M), b"\n"]),
-            READ_CHUNK,
-            true,
-        ),
-        (
-            "exactly 40 MiB, CRLF",
-            cat(&[&frame_of_len(M), b"\r\n"]),
-            READ_CHUNK,
-            true,
-        ),
-        (
-            "40 MiB + 1, LF",
-            cat(&[&frame_of_len(M + 1), b"\n"]),
-            READ_CHUNK,
-            false,
-        ),
-        (
-            "40 MiB + 1, LF, in one read",
-            cat(&[&frame_of_len(M + 1), b"\n"]),
-            usize::MAX,
-            false,
-        ),
-        (
-            "42 MiB, LF, in one read",
-            cat(&[&frame_of_len(M + (2 << 20)), b"\n"]),
-            usize::MAX,
-            false,
-        ),
-        (
-            "40 MiB + 1, CRLF",
-            cat(&[&frame_of_len(M + 1), b"\r\n"]),
-            READ_CHUNK,
-            false,
-        ),
-        (
-            "40 MiB + 1 unterminated",
-            vec![b'x'; M + 1],
-            READ_CHUNK,
-            false,
-        ),
+        ("exactly 40 MiB, LF", cat(&[&frame_of_len(M), b"\n"]), READ_CHUNK, true),
+        ("exactly 40 MiB, CRLF", cat(&[&frame_of_len(M), b"\r\n"]), READ_CHUNK, true),
+        ("40 MiB + 1, LF", cat(&[&frame_of_len(M + 1), b"\n"]), READ_CHUNK, false),
+        ("40 MiB + 1, LF, in one read", cat(&[&frame_of_len(M + 1), b"\n"]), usize::MAX, false),
+        ("42 MiB, LF, in one read", cat(&[&frame_of_len(M + (2 << 20)), b"\n"]), usize::MAX, false),
+        ("40 MiB + 1, CRLF", cat(&[&frame_of_len(M + 1), b"\r\n"]), READ_CHUNK, false),
+        ("40 MiB + 1 unterminated", vec![b'x'; M + 1], READ_CHUNK, false),
         // A read without `\n` that crosses the bound (this once copied the
         // whole partial line to quote 256 bytes of it: 120 MiB held).
-        (
-            "42 MiB without a newline",
-            vec![b'x'; M + (2 << 20)],
-            READ_CHUNK,
-            false,
-        ),
-        (
-            "42 MiB, LF",
-            cat(&[&frame_of_len(M + (2 << 20)), b"\n"]),
-            READ_CHUNK,
-            false,
-        ),
+        ("42 MiB without a newline", vec![b'x'; M + (2 << 20)], READ_CHUNK, false),
+        ("42 MiB, LF", cat(&[&frame_of_len(M + (2 << 20)), b"\n"]), READ_CHUNK, false),
     ]);
 }

@@ -48,6 +48,7 @@ impl Sim {
         cmd.args(["sdk", "serve"])
             .env_remove("KOMA_SIM_FAULT")
             .env_remove("KOMA_SIM_BENCH")
+            .env_remove("KOMA_SIM_HELLO_DELAY_MS")
             .env("KOMA_SIM_HOME", home)
             .env("KOMA_SIM_DELAY_MS", "0")
             .stdin(Stdio::piped())

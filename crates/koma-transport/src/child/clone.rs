@@ -162,7 +162,11 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack) -> Result<R
 
 /// The clone itself, with every signal blocked on this thread around it (the
 /// child inherits the mask, and unblocks only after resetting the handlers).
-fn clone_child(args: &mut ChildArgs, stack: &mut ChildStack, with_pidfd: bool) -> io::Result<(libc::pid_t, Option<OwnedFd>)> {
+fn clone_child(
+    args: &mut ChildArgs,
+    stack: &mut ChildStack,
+    with_pidfd: bool,
+) -> io::Result<(libc::pid_t, Option<OwnedFd>)> {
     let mut pidfd: c_int = -1;
     let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     if with_pidfd {

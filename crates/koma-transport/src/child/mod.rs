@@ -56,10 +56,16 @@ impl LaunchOptions {
         for (k, v) in &self.env {
             let name = k.to_string_lossy();
             if k.is_empty() || k.as_bytes().contains(&b'=') || k.as_bytes().contains(&0) {
-                return bad(format!("`env`: the name `{}` cannot be an environment variable's (empty, or holds `=` or NUL)", crate::quote::escape_text(&name, false)));
+                return bad(format!(
+                    "`env`: the name `{}` cannot be an environment variable's (empty, or holds `=` or NUL)",
+                    crate::quote::escape_text(&name, false)
+                ));
             }
             if v.as_bytes().contains(&0) {
-                return bad(format!("`env.{}` holds a NUL character, which an environment variable cannot hold", crate::quote::escape_text(&name, false)));
+                return bad(format!(
+                    "`env.{}` holds a NUL character, which an environment variable cannot hold",
+                    crate::quote::escape_text(&name, false)
+                ));
             }
         }
         Ok(())

@@ -105,7 +105,13 @@ impl Process {
         match &self.watch {
             // SAFETY: pidfd_send_signal on our own pidfd, with no siginfo.
             Watch::Pidfd(fd) => unsafe {
-                libc::syscall(libc::SYS_pidfd_send_signal, fd.get_ref().as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0);
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.get_ref().as_raw_fd(),
+                    signal,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
             },
             // SAFETY: kill(2) on our own child while it is unreaped (its pid is still its own).
             Watch::Thread { .. } => unsafe {
@@ -181,14 +187,20 @@ impl Process {
     pub async fn group_gone(&self, limit: std::time::Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         let mut step = std::time::Duration::from_micros(200);
+        let mut probes = 0u32;
         loop {
             // SAFETY: kill with signal 0 delivers nothing; it only asks whether the group has members.
-            let empty = unsafe { libc::kill(-self.pid, 0) } != 0;
-            if empty || !group_has_live_members(self.pid) {
+            if unsafe { libc::kill(-self.pid, 0) } != 0 {
+                return true;
+            }
+            // Members left: dying, or zombies waiting for init. Only a scan of
+            // /proc tells those apart; it is costly, so not at every probe.
+            probes += 1;
+            if probes % 8 == 4 && !group_has_live_members(self.pid) {
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {
-                return false;
+                return !group_has_live_members(self.pid);
             }
             tokio::time::sleep(step).await;
             step = (step * 2).min(std::time::Duration::from_millis(20));
@@ -257,7 +269,8 @@ fn try_exited(pid: i32) -> Option<ExitInfo> {
     };
     if rc != 0 {
         // ECHILD: no longer ours to see; count it as exited.
-        return (io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)).then_some(ExitInfo { code: None, signal: None });
+        return (io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+            .then_some(ExitInfo { code: None, signal: None });
     }
     // SAFETY: si_pid is valid for SIGCHLD-style siginfo filled by waitid.
     if unsafe { info.si_pid() } == 0 {

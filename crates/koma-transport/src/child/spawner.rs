@@ -85,9 +85,7 @@ fn abandon(child: RawSpawn) {
 /// Start a child on the spawner thread.
 pub(crate) async fn spawn(options: LaunchOptions) -> Result<RawSpawn, LaunchError> {
     let (reply, answer) = oneshot::channel();
-    queue()?
-        .send(Request { options, reply })
-        .map_err(|_| LaunchError::Other("the spawner thread has ended".into()))?;
+    queue()?.send(Request { options, reply }).map_err(|_| LaunchError::Other("the spawner thread has ended".into()))?;
     answer.await.map_err(|_| LaunchError::Other("the spawner thread dropped the request".into()))?
 }
 
@@ -111,9 +109,8 @@ fn spawn_portable(options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
     for (k, v) in &options.env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|error| LaunchError::Executable { executable: options.executable.clone(), error })?;
+    let mut child =
+        cmd.spawn().map_err(|error| LaunchError::Executable { executable: options.executable.clone(), error })?;
     let pid = child.id() as i32;
     let stdin = child.stdin.take().expect("piped").into();
     let stdout = child.stdout.take().expect("piped").into();

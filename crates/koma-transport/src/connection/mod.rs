@@ -41,7 +41,7 @@ mod supervise;
 mod timers;
 mod writer;
 
-pub use route::batch_data_index;
+pub use route::{batch_data_index, BATCH_STRIDE};
 
 use phase::{closed_error, Phase};
 use state::{Queued, Scope, Shared};
@@ -131,10 +131,16 @@ impl EventCounters {
     pub const TAKEN: usize = 1;
     /// The epoch of the batch last handed over (written and read on the application's thread).
     pub const BATCH_EPOCH: usize = 2;
-    pub const SLOTS: usize = 3;
+    /// The running count of the frame bytes of the events taken (written by the application).
+    pub const TAKEN_BYTES: usize = 3;
+    pub const SLOTS: usize = 4;
     /// The slots by name, for the JavaScript side.
-    pub const LAYOUT: [(&'static str, usize); 3] =
-        [("EPOCH", Self::EPOCH), ("TAKEN", Self::TAKEN), ("BATCH_EPOCH", Self::BATCH_EPOCH)];
+    pub const LAYOUT: [(&'static str, usize); 4] = [
+        ("EPOCH", Self::EPOCH),
+        ("TAKEN", Self::TAKEN),
+        ("BATCH_EPOCH", Self::BATCH_EPOCH),
+        ("TAKEN_BYTES", Self::TAKEN_BYTES),
+    ];
 
     pub fn as_ptr(&self) -> *mut u32 {
         self.slots.as_ptr() as *mut u32
@@ -144,13 +150,15 @@ impl EventCounters {
         std::mem::size_of::<Self>()
     }
 
-    pub fn taken(&self) -> u32 {
-        self.slots[Self::TAKEN].load(Ordering::Acquire)
+    /// The running counts of events, and of their frame bytes, taken.
+    pub fn taken(&self) -> (u32, u32) {
+        (self.slots[Self::TAKEN].load(Ordering::Acquire), self.slots[Self::TAKEN_BYTES].load(Ordering::Acquire))
     }
 
-    /// The application took `n` more events (for a consumer in Rust; the
-    /// binding's iterator writes the slot from JavaScript).
-    pub fn add_taken(&self, n: u32) {
+    /// The application took `n` more events of `bytes` in all (for a consumer
+    /// in Rust; the binding's iterator writes the slots from JavaScript).
+    pub fn add_taken(&self, n: u32, bytes: u32) {
+        self.slots[Self::TAKEN_BYTES].fetch_add(bytes, Ordering::AcqRel);
         self.slots[Self::TAKEN].fetch_add(n, Ordering::AcqRel);
     }
 
@@ -265,7 +273,13 @@ impl Connection {
 
     /// Send a request; its answer comes as a [`Completion`] for `token`.
     /// Local rejections (nothing written) are returned at once.
-    pub fn request(&self, token: u64, method: &str, params_json: Option<&str>, timeout: Option<Duration>) -> Result<(), KomaError> {
+    pub fn request(
+        &self,
+        token: u64,
+        method: &str,
+        params_json: Option<&str>,
+        timeout: Option<Duration>,
+    ) -> Result<(), KomaError> {
         let mut s = self.inner.lock();
         if let Some(e) = s.phase.refusal() {
             return Err(e);
@@ -346,7 +360,8 @@ impl Connection {
     /// the waker will be called when something is.
     pub fn take_events(&self, wait: bool) -> Take {
         let mut s = self.inner.lock();
-        s.stream.events.settle(self.inner.counters.taken());
+        let (count, bytes) = self.inner.counters.taken();
+        s.stream.events.settle(count, bytes);
         let t = s.stream.events.take();
         if let Take::Batch { epoch, .. } = &t {
             self.inner.counters.set_batch_epoch(*epoch);
@@ -436,6 +451,7 @@ impl Connection {
                 let line = format!("{{\"id\":\"{t}\",\"method\":\"detach\",\"params\":{{}}}}\n").into_bytes();
                 s.session.lifecycle = Lifecycle::Detached;
                 if s.calls.pending.insert(t, "detach").is_ok() {
+                    s.session.close_detach = Some(t);
                     if self.inner.options.trace {
                         trace("->", &line[..line.len() - 1]);
                     }
@@ -459,7 +475,10 @@ impl Connection {
     /// every resource.
     fn finish_close(&self, s: &mut Shared) {
         let unknown = |m: &str| {
-            KomaError::new(ErrorCode::DeliveryUnknown, format!("`{m}` was written, then the client was closed before its answer"))
+            KomaError::new(
+                ErrorCode::DeliveryUnknown,
+                format!("`{m}` was written, then the client was closed before its answer"),
+            )
         };
         s.settle_calls(Scope::All, unknown, &closed_error());
         s.complete_detach();
@@ -513,7 +532,10 @@ impl Connection {
         }
         s.phase = Phase::Failed(err.clone());
         let unknown = |m: &str| {
-            KomaError::new(ErrorCode::DeliveryUnknown, format!("`{m}` was written, but no answer can come: {}", err.message))
+            KomaError::new(
+                ErrorCode::DeliveryUnknown,
+                format!("`{m}` was written, but no answer can come: {}", err.message),
+            )
         };
         s.settle_calls(Scope::All, unknown, &err);
         s.session.detach_token = None;

@@ -134,8 +134,10 @@ impl Connection {
         for _ in 0..ROOM_WAIT_STEPS {
             {
                 let mut s = self.inner.lock();
-                s.stream.events.settle(last);
-                if s.stream.events.is_paused() || s.stream.events.counted_frames() + incoming <= crate::MAX_BUFFERED_EVENTS {
+                s.stream.events.settle(last.0, last.1);
+                if s.stream.events.is_paused()
+                    || s.stream.events.counted_frames() + incoming <= crate::MAX_BUFFERED_EVENTS
+                {
                     return;
                 }
             }

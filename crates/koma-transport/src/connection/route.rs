@@ -12,10 +12,14 @@ use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
 use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
 
-/// Where event `i` of a batch keeps its `data` in the batch's flat array
-/// (`[seq, name, data, seq, name, data, ...]`, see `RoutedEvent::write`).
+/// Entries per event in a batch's flat array: `[seq, name, data, size, ...]`
+/// (`RoutedEvent::write` writes the first three, the event buffer the size
+/// of the event's frame, by which the application counts what it took).
+pub const BATCH_STRIDE: u32 = 4;
+
+/// Where event `i` of a batch keeps its `data` in the batch's flat array.
 pub fn batch_data_index(i: u32) -> u32 {
-    3 * i + 2
+    BATCH_STRIDE * i + 2
 }
 
 /// A catalog event: its name, its line (borrowed from the read buffer when
@@ -31,9 +35,10 @@ pub(super) struct RoutedEvent<'c> {
 }
 
 impl RoutedEvent<'_> {
-    /// `N,"name",data`: the event's three entries in its batch, a flat JSON
-    /// array that the iterator turns into `{type: "event", seq, name, data}`
-    /// objects (parsing fewer keys than whole event objects would need).
+    /// `N,"name",data`: the event's first three entries in its batch (see
+    /// [`BATCH_STRIDE`]), a flat JSON array that the iterator turns into
+    /// `{type: "event", seq, name, data}` objects (parsing fewer keys than
+    /// whole event objects would need).
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
         out.extend_from_slice(b",\"");
@@ -64,9 +69,15 @@ pub(super) enum RoutedBody {
 /// event that lies within the read buffer is never copied on its own.
 pub(super) enum Routed<'c> {
     Hello(Vec<u8>),
-    Response { id: String, body: RoutedBody },
+    Response {
+        id: String,
+        body: RoutedBody,
+    },
     /// `event` is `None` for a name outside the catalog (sequence-checked, then ignored).
-    Event { seq: u64, event: Option<RoutedEvent<'c>> },
+    Event {
+        seq: u64,
+        event: Option<RoutedEvent<'c>>,
+    },
     Violation(Violation),
 }
 
@@ -147,7 +158,6 @@ fn route_lifted(line: Line<'_>) -> Result<Routed<'_>, Line<'_>> {
     }
 }
 
-
 impl Connection {
     /// Apply the frames of one read, in order, under one lock. A violation
     /// fails the client (and is returned).
@@ -212,7 +222,8 @@ impl Connection {
                     s.stream.last_seq = Some(seq);
                     if let Some(mut e) = event {
                         let counters = &self.inner.counters;
-                        s.stream.events.settle(counters.taken());
+                        let (count, bytes) = counters.taken();
+                        s.stream.events.settle(count, bytes);
                         let len = e.data_json().len() + e.name.len() + 24;
                         let lifts = std::mem::take(&mut e.lifts);
                         if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
@@ -268,7 +279,11 @@ mod tests {
         e.write(3, &mut json);
         json.push(b']');
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        assert_eq!(v, serde_json::json!([3, "output", {"turn":"t","text":"hi"}]), "seq, name, data; extra fields dropped");
+        assert_eq!(
+            v,
+            serde_json::json!([3, "output", {"turn":"t","text":"hi"}]),
+            "seq, name, data; extra fields dropped"
+        );
         assert_eq!(e.frame_bytes(), line.len());
     }
 
@@ -299,11 +314,17 @@ mod tests {
     #[test]
     fn a_long_frame_that_breaks_a_rule_is_reported_as_without_lifting() {
         let text = "z".repeat(LIFT_MIN_BYTES);
-        let mut bad_utf8 = format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).into_bytes();
+        let mut bad_utf8 =
+            format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).into_bytes();
         bad_utf8[60] = 0xFF; // inside the long string
-        let mut bad_utf8_outside = format!(r#"{{"type":"event","seq":1,"name":"output","x":"é","data":{{"text":"{text}"}}}}"#).into_bytes();
+        let mut bad_utf8_outside =
+            format!(r#"{{"type":"event","seq":1,"name":"output","x":"é","data":{{"text":"{text}"}}}}"#).into_bytes();
         bad_utf8_outside[46] = 0xFF; // the second byte of é
-        let with_bom = [&[0xEF, 0xBB, 0xBF][..], format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).as_bytes()].concat();
+        let with_bom = [
+            &[0xEF, 0xBB, 0xBF][..],
+            format!(r#"{{"type":"event","seq":1,"name":"output","data":{{"text":"{text}"}}}}"#).as_bytes(),
+        ]
+        .concat();
         for line in [bad_utf8, bad_utf8_outside, with_bom] {
             let (Routed::Violation(a), Err(b)) = (route(Line::Borrowed(&line)), classify(&line)) else { panic!() };
             assert_eq!(a, b);

@@ -61,9 +61,11 @@ pub(super) struct Outbox {
 pub(super) struct Session {
     pub hello: Option<Arc<Hello>>,
     pub lifecycle: Lifecycle,
-    /// The detach written; its answer is handed over after the child's exit.
+    /// The application's detach; its answer is handed over after the child's exit.
     pub detach_token: Option<u64>,
     pub detach_answer: Option<Outcome>,
+    /// The detach `close()` wrote itself: no one waits for its answer.
+    pub close_detach: Option<u64>,
 }
 
 /// The events: the buffer, and the checks of the stream of frames.
@@ -111,7 +113,13 @@ impl Shared {
             phase: Phase::NotStarted,
             calls: Calls { next_token: 1, ..Default::default() },
             outbox: Outbox::default(),
-            session: Session { hello: None, lifecycle: Lifecycle::Fresh, detach_token: None, detach_answer: None },
+            session: Session {
+                hello: None,
+                lifecycle: Lifecycle::Fresh,
+                detach_token: None,
+                detach_answer: None,
+                close_detach: None,
+            },
             stream: Stream::default(),
             stdin: Stdin::default(),
             stderr: StderrRing::default(),
@@ -128,6 +136,9 @@ impl Shared {
     /// Hand a call's outcome to the binding (and cancel its deadline).
     pub fn complete(&mut self, token: u64, outcome: Outcome) {
         self.calls.timers.remove(&token); // cancelled as it drops
+        if self.session.close_detach == Some(token) {
+            return; // close()'s own detach: nobody called it
+        }
         self.outbox.completions.push(Completion { token, outcome });
     }
 
@@ -157,6 +168,14 @@ impl Shared {
     /// method, if it was still waiting.
     pub fn forget(&mut self, token: u64) -> Option<String> {
         self.calls.timers.remove(&token); // cancelled as it drops
+        if self.session.detach_token == Some(token) {
+            // A detach answered and waiting for the child's exit is forgotten
+            // too: its answer is dropped with it.
+            self.session.detach_token = None;
+            if self.session.detach_answer.take().is_some() {
+                return Some("detach".to_owned());
+            }
+        }
         if let Some(p) = self.calls.pending.abandon(token) {
             return Some(p.method);
         }

@@ -61,7 +61,11 @@ async fn supervise(conn: Connection) {
     };
     let Spawned { process, stdin, stdout, stderr } = spawned;
     let process = Arc::new(process);
-    let pipes = (pipe::Sender::from_owned_fd(stdin), pipe::Receiver::from_owned_fd(stdout), pipe::Receiver::from_owned_fd(stderr));
+    let pipes = (
+        pipe::Sender::from_owned_fd(stdin),
+        pipe::Receiver::from_owned_fd(stdout),
+        pipe::Receiver::from_owned_fd(stderr),
+    );
     let (stdin, stdout, stderr) = match pipes {
         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
         (a, b, c) => {

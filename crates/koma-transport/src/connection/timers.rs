@@ -29,13 +29,15 @@ impl Connection {
             d.fired(); // this task is ending: nothing to cancel
         }
         if let Some(method) = s.forget(token) {
-            let e = KomaError::new(ErrorCode::Timeout, format!("`{method}` was not answered within {} ms", after.as_millis()));
+            let e = KomaError::new(
+                ErrorCode::Timeout,
+                format!("`{method}` was not answered within {} ms", after.as_millis()),
+            );
             s.complete(token, Outcome::Error(e));
             self.wake_if_needed(s);
         }
     }
 }
-
 
 /// A registered deadline: cancelled when dropped, unless it fired. Counted
 /// (see [`super::census`]) from registration until it fires or is cancelled.

@@ -12,7 +12,10 @@ use super::state::Shared;
 use super::Connection;
 
 pub(super) enum WriterMsg {
-    Line { token: u64, line: Vec<u8> },
+    Line {
+        token: u64,
+        line: Vec<u8>,
+    },
     /// The rest of a line whose start was written directly.
     Rest(Vec<u8>),
     /// Close stdin.
@@ -73,7 +76,11 @@ impl Drop for OwnedStdin {
     }
 }
 
-pub(super) async fn write_stdin(conn: Connection, mut rx: mpsc::UnboundedReceiver<WriterMsg>, stdin: pipe::Sender) -> WriteEnd {
+pub(super) async fn write_stdin(
+    conn: Connection,
+    mut rx: mpsc::UnboundedReceiver<WriterMsg>,
+    stdin: pipe::Sender,
+) -> WriteEnd {
     let mut stdin = OwnedStdin { conn: conn.clone(), pipe: stdin };
     let mut batch: Vec<WriterMsg> = Vec::new();
     let mut out: Vec<u8> = Vec::new();

@@ -132,16 +132,19 @@ impl Client {
     }
 
     /// Take events (as JSON arrays of [seq, name, data, ...]) until `until` holds for one.
-    pub fn events_until(&mut self, mut until: impl FnMut(&str, &serde_json::Value) -> bool) -> Vec<(u64, String, serde_json::Value)> {
+    pub fn events_until(
+        &mut self,
+        mut until: impl FnMut(&str, &serde_json::Value) -> bool,
+    ) -> Vec<(u64, String, serde_json::Value)> {
         let counters = self.conn.event_counters();
         let mut seen = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             match self.conn.take_events(true) {
-                Take::Batch { json, count, .. } => {
+                Take::Batch { json, count, bytes, .. } => {
                     let v: Vec<serde_json::Value> = serde_json::from_slice(&json).unwrap();
-                    counters.add_taken(count as u32);
-                    for e in v.chunks(3) {
+                    counters.add_taken(count as u32, bytes as u32);
+                    for e in v.chunks(koma_transport::connection::BATCH_STRIDE as usize) {
                         let item = (e[0].as_u64().unwrap(), e[1].as_str().unwrap().to_owned(), e[2].clone());
                         let hit = until(&item.1, &item.2);
                         seen.push(item);
@@ -164,10 +167,14 @@ impl Client {
 /// Descriptors open in this process now.
 pub fn open_fds() -> Vec<String> {
     let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| {
-            let target = std::fs::read_link(e.path()).map(|p| p.display().to_string()).unwrap_or_default();
-            format!("{} -> {target}", e.file_name().to_string_lossy())
-        }).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| {
+                    let target = std::fs::read_link(e.path()).map(|p| p.display().to_string()).unwrap_or_default();
+                    format!("{} -> {target}", e.file_name().to_string_lossy())
+                })
+                .collect()
+        })
         .unwrap_or_default();
     fds.sort();
     fds
@@ -194,4 +201,140 @@ pub fn group_alive(pgid: i32) -> bool {
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// ---- Identifying one child and the descriptors of its connection, precisely,
+// while other connections run in the same process (see tests/state_machine.rs).
+
+/// A pidfd for `pid` (`pidfd_open(2)`), or `None` if there is no such process.
+pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open returns a new descriptor that we then own, or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Send `signal` through a pidfd (a no-op once that process has exited).
+pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, signal: i32) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal on a pidfd we own, without siginfo.
+    unsafe {
+        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0);
+    }
+}
+
+/// Where a child of this process named by a pidfd is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildState {
+    Running,
+    /// Exited, not reaped.
+    Zombie,
+    /// Reaped (or not our child any more).
+    Reaped,
+}
+
+/// `waitid(P_PIDFD, WEXITED | WNOHANG | WNOWAIT)`: looks, reaps nothing.
+pub fn pidfd_state(pidfd: &std::os::fd::OwnedFd) -> ChildState {
+    use std::os::fd::AsRawFd;
+    const P_PIDFD: libc::idtype_t = 3;
+    loop {
+        // SAFETY: waitid with a zeroed siginfo (plain data) on a pidfd we own.
+        let (rc, info) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let rc = libc::waitid(
+                P_PIDFD,
+                pidfd.as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            (rc, info)
+        };
+        if rc == 0 {
+            // SAFETY: si_pid is valid for a siginfo filled by waitid.
+            return if unsafe { info.si_pid() } == 0 { ChildState::Running } else { ChildState::Zombie };
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            _ => return ChildState::Reaped, // ECHILD
+        }
+    }
+}
+
+/// The inode of what descriptor `fd` of this process is (0 if it cannot be seen).
+pub fn fd_inode(fd: i32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/self/fd/{fd}")).map(|m| m.ino()).unwrap_or(0)
+}
+
+fn pipe_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// The pipe inodes of `pid`'s descriptors 0, 1 and 2 (fewer if it has exited).
+pub fn pipe_inodes_of(pid: i32) -> Vec<u64> {
+    (0..3)
+        .filter_map(|fd| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok())
+        .filter_map(|l| pipe_inode(&l.to_string_lossy()))
+        .collect()
+}
+
+/// This process's descriptors that are one of `pipes`, or a pidfd whose inode
+/// is `pidfd_ino` (pidfs gives each process its own inode), except `except`:
+/// as `"fd -> target"`.
+pub fn descriptors_matching(pipes: &[u64], pidfd_ino: Option<u64>, except: i32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
+    let mut found = Vec::new();
+    for e in dir.flatten() {
+        let Some(fd) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if fd == except {
+            continue;
+        }
+        let Ok(link) = std::fs::read_link(e.path()) else { continue };
+        let link = link.to_string_lossy().into_owned();
+        let hit = match pipe_inode(&link) {
+            Some(ino) => pipes.contains(&ino),
+            None => link == "anon_inode:[pidfd]" && pidfd_ino.is_some_and(|i| fd_inode(fd) == i),
+        };
+        if hit {
+            found.push(format!("{fd} -> {link}"));
+        }
+    }
+    found
+}
+
+/// How many of this process's descriptors are pipes and pidfds.
+pub fn pipe_and_pidfd_count() -> (usize, usize) {
+    let mut n = (0, 0);
+    for l in open_fds() {
+        if l.contains("-> pipe:[") {
+            n.0 += 1;
+        } else if l.ends_with("-> anon_inode:[pidfd]") {
+            n.1 += 1;
+        }
+    }
+    n
+}
+
+/// Is a process of group `pgid` still running? Fast when the group is empty.
+pub fn group_running(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks.
+    let any =
+        unsafe { libc::kill(-pgid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    any && group_alive(pgid)
+}
+
+/// The children of this process (any state, zombies included): `(pid, state)`.
+pub fn children_of_self() -> Vec<(i32, String)> {
+    let me = std::process::id().to_string();
+    let mut kids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| stat[i + 1..].to_owned()) else { continue };
+        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+        if f.len() > 1 && f[1] == me {
+            kids.push((pid, f[0].to_owned()));
+        }
+    }
+    kids
 }
