@@ -16,8 +16,8 @@ import { packedApp, elsewhere, SIM, NODE_FILE } from "./bundle/packed-app.mjs";
 const T = { timeout: 120000 };
 let work;
 let app;
-let packageDir;
-before(() => ({ work, app, packageDir } = packedApp()));
+let addonDir;
+before(() => ({ work, app, addonDir } = packedApp()));
 after(() => work && rmSync(work, { recursive: true, force: true }));
 
 const bundle = (options) => build({ entryPoints: [join(app, "app.mjs")], bundle: true, platform: "node", logLevel: "silent", ...options });
@@ -79,12 +79,12 @@ test("esbuild, .node files with the copy loader: the bundle and the addon, moved
 
 test("NAPI_RS_NATIVE_LIBRARY_PATH: a bundle without the .node file loads the addon from that path", T, async () => {
   const outfile = join(work, "ext-node", "app.cjs");
-  await bundle({ outfile, format: "cjs", external: ["*.node"] });
+  await bundle({ outfile, format: "cjs", external: ["*.node", "@koma/sdk-*"] }); // the addon and its platform package stay out
   const moved = elsewhere(work, "ext-node-moved");
   copyFileSync(outfile, join(moved, "app.cjs"));
   const without = runBundle(join(moved, "app.cjs"), moved);
   assert.notEqual(without.status, 0, "without the variable there is no addon to load");
   assert.match(without.stderr, /Cannot find native binding/);
-  const r = runBundle(join(moved, "app.cjs"), moved, { NAPI_RS_NATIVE_LIBRARY_PATH: join(packageDir, NODE_FILE) });
+  const r = runBundle(join(moved, "app.cjs"), moved, { NAPI_RS_NATIVE_LIBRARY_PATH: join(addonDir, NODE_FILE) });
   assertTurn(r, "NAPI_RS_NATIVE_LIBRARY_PATH");
 });

@@ -1,12 +1,14 @@
-// A fresh application folder with @koma/sdk installed from `npm pack` of this
-// repository (offline: the package has no dependencies), and app.mjs copied
-// in. Used by the bundler tests under Node (bundlers.test.mjs) and Bun
+// A fresh application folder with @koma/sdk installed as it is published:
+// the main package from `npm pack` of this repository, and this platform's
+// package (the addon and koma-sim), laid out and packed as `npm run
+// release:dry` does, both installed offline; and app.mjs copied in. Used by the bundler tests under Node (bundlers.test.mjs) and Bun
 // (bun-compile.mjs).
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { hostPlatform, layoutPlatform, pack, rustHost } from "../../scripts/release-lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, "..", "..");
@@ -23,16 +25,22 @@ function npm(args, cwd) {
   return r.stdout;
 }
 
-/** Make the folder; returns { work (remove it when done), app, packageDir }. */
+/**
+ * Make the folder; returns { work (remove it when done), app, packageDir,
+ * addonDir (the platform package, with the .node file) }.
+ */
 export function packedApp() {
   const work = mkdtempSync(join(tmpdir(), "koma-bundle-"));
-  const [{ filename }] = JSON.parse(npm(["pack", "--json", "--pack-destination", work], root));
+  const [{ filename }] = JSON.parse(npm(["pack", "--json", "--ignore-scripts", "--pack-destination", work], root));
+  const abi = hostPlatform();
+  const platform = pack(layoutPlatform({ abi, triple: rustHost(), platform: process.platform }, join(work, "stage", abi)), join(work, abi));
   const app = join(work, "app");
   mkdirSync(app);
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", version: "1.0.0", private: true, type: "module" }));
-  npm(["install", "--offline", "--no-package-lock", join(work, filename)], app);
+  npm(["install", "--offline", "--no-package-lock", "--ignore-scripts", join(work, filename), platform], app);
   copyFileSync(join(here, "app.mjs"), join(app, "app.mjs"));
-  return { work, app, packageDir: join(app, "node_modules", "@koma", "sdk") };
+  const scope = join(app, "node_modules", "@koma");
+  return { work, app, packageDir: join(scope, "sdk"), addonDir: join(scope, `sdk-${abi}`) };
 }
 
 /** A new empty folder under `work`, with no node_modules on the way up to it (outside the app). */
