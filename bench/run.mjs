@@ -736,23 +736,19 @@ async function main() {
     if (!selected(w.key)) continue;
     const pairs = w.pairs ?? PAIRS;
     console.log(`\n${w.key} ${w.name}: ${w.size(P)}, ${pairs} round(s)`);
-    // The floor first, on its own: its bytes are in memory only while it runs.
+    // The floor's bytes are captured once (not timed) and held through the
+    // rounds: every round runs the three sides, then every way of the floor.
     const floorRuns = [];
+    let capture = null;
+    let captureText = 0;
     if (w.floor) {
       const fp = w.floor(P);
       try {
-        let capture = await captureEvents(fp);
-        const text = capture.events * fp.bytes;
-        if (!SMOKE) runFloor(capture, text); // warm-up
-        for (let i = 0; i < pairs; i++) {
-          gc();
-          const rs = runFloor(capture, text, i);
-          floorRuns.push(...rs);
-          console.log(`  floor    #${i + 1}: ${rs.map((r) => `${r.way} ${fmtRate(r.rate)}`).join(", ")}`);
-        }
-        capture = null;
-        gc();
+        capture = await captureEvents(fp);
+        captureText = capture.events * fp.bytes;
+        if (!SMOKE) runFloor(capture, captureText); // warm-up
       } catch (e) {
+        capture = null;
         fail(`${w.key} floor: ${e.message}`);
       }
     }
@@ -774,7 +770,19 @@ async function main() {
         if (!r.ok) fail(`${w.key} ${side} #${i + 1}: ${r.detail}`);
         else runs[side].push(r);
       }
+      if (capture) {
+        gc();
+        try {
+          const rs = runFloor(capture, captureText, i);
+          floorRuns.push(...rs);
+          console.log(`  ${"floor".padEnd(8)} #${i + 1}: ${rs.map((r) => `${r.way} ${fmtRate(r.rate)} (${fmtUs(r.cpuSelf / r.events)} µs/${w.unit})`).join(", ")}`);
+        } catch (e) {
+          capture = null;
+          fail(`${w.key} floor: ${e.message}`);
+        }
+      }
     }
+    capture = null;
     if (SIDES.every((s) => runs[s].length)) rows.push(summarize(w, runs, floorRuns));
   }
   if (rows.length) printTable(rows, peer);
