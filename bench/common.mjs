@@ -127,7 +127,7 @@ export function threadNames() {
 /** `b - a` of two threadNames() samples, the names whose count changed: "koma-supervisor +100". */
 export function threadNamesDelta(a, b) {
   const parts = [];
-  for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
     const d = (b[k] ?? 0) - (a[k] ?? 0);
     if (d !== 0) parts.push(`${k} ${d > 0 ? "+" : ""}${d}`);
   }

@@ -222,6 +222,12 @@ export class PureClient {
         this._fail(komaError("spawn_failed", `could not start \`${this.executable} sdk serve\`: ${e.message}`));
       }
     });
+    if (!child.stdin || !child.stdout || !child.stderr) {
+      // No pipes (EMFILE, ENFILE: Node gives up before setting them up): the
+      // "error" event above fails the client.
+      this.stdioClosed = Promise.resolve();
+      return;
+    }
     child.stdin.on("error", (e) => {
       // EPIPE: the reader's end of stream usually says more; give it a moment.
       setTimeout(() => this._fail(komaError("transport_failure", this._withStderr(`writing to koma's stdin failed: ${e.message}`))), 500).unref();

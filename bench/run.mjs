@@ -619,7 +619,7 @@ async function scaleSection() {
   console.log(`\nscale: N = ${SCALE_N.map(fmtN).join(", ")}, ${SCALE_PAIRS} round(s) of ${SCALE_SIDES.map((s) => SIDE_NAME[s]).join(", ")}; state() calls per client: ${perClientText}, ${sp.depth} in flight per client`);
   // A first small run of each side: what one client costs (descriptors,
   // threads, koma-sim's threads and memory), for the capacity check.
-  const per = { fds: 0, threads: 0, simThreads: 0, simRss: 0, rss: 0 };
+  const per = { fds: 0, baseFds: 0, threads: 0, simThreads: 0, simRss: 0 };
   for (const side of SCALE_SIDES) {
     const r = await scaleInChild(side, sp.warmClients, { perClient: 2, depth: 1 }, 60_000);
     console.log(`  sizing  ${fmtScaleRun(r)}`);
@@ -628,10 +628,10 @@ async function scaleSection() {
       continue;
     }
     per.fds = Math.max(per.fds, Math.ceil(r.fdsOpen / r.n));
+    per.baseFds = Math.max(per.baseFds, r.before?.fds ?? 0);
     per.threads = Math.max(per.threads, Math.ceil(r.threadsOverWarm / r.n));
     per.simThreads = Math.max(per.simThreads, r.simThreads ?? 0);
     per.simRss = Math.max(per.simRss, r.simRss ?? 0);
-    per.rss = Math.max(per.rss, r.rssPerClient);
   }
   const cap = scaleCapacity(per);
   const lim = cap.limits;
@@ -645,8 +645,14 @@ async function scaleSection() {
   const rows = [];
   for (const want of SCALE_N) {
     let n = want;
+    if (cap.max < 1) {
+      const msg = `N = ${fmtN(want)} skipped: this machine allows no client at once (${cap.binding}).`;
+      console.log(`  ${msg}`);
+      notes.push(msg);
+      continue;
+    }
     if (n > cap.max) {
-      n = Math.max(1, cap.max);
+      n = cap.max;
       const msg = `N = ${fmtN(want)} capped to ${fmtN(n)}: ${cap.binding}. Raise that limit (for descriptors: the hard \`ulimit -Hn\`, as root or in /etc/security/limits.conf) to run N = ${fmtN(want)}.`;
       console.log(`  ${msg}`);
       notes.push(msg);

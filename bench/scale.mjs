@@ -124,14 +124,24 @@ async function closeAndCount(r, clients, before, problem) {
     r.zombiesLeft = kids.filter((k) => k.state === "Z").length;
     r.fdsOver = fdCount() - before.fds;
     r.threadsOver = threadCount() - before.threads;
-    if (r.childrenLeft > before.children) {
-      problem(`${r.childrenLeft} child process(es) left after close() (${r.zombiesLeft} zombie(s); ${before.children} before)`);
-    }
-    if (r.fdsOver > 0) {
-      // Say whether they go with a collection (held by unreachable objects) or stay (leaked).
+    if (r.childrenLeft > before.children || r.fdsOver > 0) {
+      // A failure already. Say whether what is left goes later (late) or
+      // stays (leaked): a gc, then a look every 100 ms for up to 3 s (there
+      // is nothing to await for a leak; this only describes the failure).
       gc();
-      await new Promise((res) => setImmediate(res));
-      problem(`${r.fdsOver} descriptor(s) over the baseline after close() (${fdCount() - before.fds} after a gc)`);
+      let waited = 0;
+      while (waited < 3000 && (childProcesses().length > before.children || fdCount() > before.fds)) {
+        await new Promise((res) => setTimeout(res, 100));
+        waited += 100;
+      }
+      const kids = childProcesses().length - before.children;
+      const fds = fdCount() - before.fds;
+      const later = kids <= 0 && fds <= 0 ? `all gone ${waited} ms later (after a gc)` : `${waited} ms later (after a gc): ${kids} children, ${fds} descriptors still there`;
+      if (r.childrenLeft > before.children) {
+        problem(`${r.childrenLeft} child process(es) left after close() (${r.zombiesLeft} zombie(s); ${before.children} before)`);
+      }
+      if (r.fdsOver > 0) problem(`${r.fdsOver} descriptor(s) over the baseline after close()`);
+      problem(later);
     }
   }
 }
@@ -159,15 +169,20 @@ export function scaleCapacity(perClient) {
   const fdsNow = fdCount();
   const caps = [];
   // Descriptors: Node raises the soft limit to the hard one at startup, so the soft one is what there is.
+  // A run's process opens `baseFds` before its clients, and every spawn holds
+  // a few more for a moment (the pipes' other ends, the exec-status pipe): a
+  // quarter more per client, and 128 spare.
   const fdPer = Math.max(3, perClient.fds);
-  const fdMax = Math.floor((lim.nofile.soft - fdsNow - 256) / fdPer);
-  caps.push({ max: fdMax, why: `open files: soft limit ${lim.nofile.soft}, hard ${lim.nofile.hard}, ${fdsNow} open now, ${fdPer} per client` });
+  const base = Math.max(fdsNow, perClient.baseFds ?? 0);
+  const fdMax = Math.floor((lim.nofile.soft - base - 128) / (fdPer * 1.25));
+  caps.push({ max: fdMax, why: `open files: soft limit ${lim.nofile.soft}, hard ${lim.nofile.hard}, ${base} open before the clients, ${fdPer} per client (and a quarter more while they start)` });
   // Tasks: every koma-sim's threads plus the threads the client side adds, against the whole system's room.
   const taskPer = Math.max(1, perClient.simThreads) + Math.max(0, perClient.threads);
-  const room = Math.min(lim.pidMax, lim.threadsMax, lim.nproc.soft) - lim.tasksNow - 512;
+  const room = Math.min(lim.pidMax, lim.threadsMax, lim.nproc.soft) - lim.tasksNow - 256;
   caps.push({ max: Math.floor(room / taskPer), why: `tasks: pid_max ${lim.pidMax}, threads-max ${lim.threadsMax}, max user processes ${lim.nproc.soft}, ${lim.tasksNow} tasks running now, ${taskPer} per client (koma-sim's threads and the client's)` });
-  // Memory: every koma-sim, and this process's share, with a margin.
-  const memPer = (perClient.simRss ?? 4 << 20) + Math.max(0, perClient.rss ?? 0);
+  // Memory: every koma-sim (its RSS, shared pages counted as its own), plus
+  // 512 KiB for this process's share (a few times what a client measures).
+  const memPer = (perClient.simRss || 4 << 20) + (512 << 10);
   caps.push({ max: Math.floor((lim.memAvailable * 0.7) / (memPer * 1.5)), why: `memory: ${(lim.memAvailable / 1073741824).toFixed(1)} GiB available, about ${(memPer / 1048576).toFixed(1)} MiB per client and its koma-sim` });
   const valid = caps.filter((c) => Number.isFinite(c.max));
   const binding = valid.reduce((a, b) => (b.max < a.max ? b : a), { max: Infinity, why: "no limit known" });
