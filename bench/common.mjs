@@ -1,5 +1,7 @@
-// Shared by bench/run.mjs and bench/rss-one.mjs: the two clients, the sim's
-// environment, CPU accounting from /proc, and a gc() for settling between runs.
+// Shared by bench/run.mjs, bench/scale.mjs, bench/floor.mjs and
+// bench/rss-one.mjs: the three clients, the sim's environment, CPU, thread,
+// descriptor and child-process accounting from /proc, and a gc() for settling
+// between runs.
 import { createRequire } from "node:module";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
@@ -9,14 +11,24 @@ import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { PureClient } from "./pure-js-client.mjs";
+import { ReadlineClient } from "./readline-client.mjs";
 
 const require = createRequire(import.meta.url);
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const SIM = join(root, "bin", "koma-sim");
-export const { Client } = require(join(root, "index.js"));
+let addon = null;
+/**
+ * The addon's Client class, loaded on first use (so that a process that never
+ * uses the addon, or that measures what loading it adds, loads it only then).
+ */
+export function addonClient() {
+  addon ??= require(join(root, "index.js"));
+  return addon.Client;
+}
 
-export const SIDES = ["addon", "js"];
-export const SIDE_NAME = { addon: "addon", js: "pure JS" };
+/** addon: the native addon; js: the careful pure-JS client; readline: the anchors' way of reading. */
+export const SIDES = ["addon", "js", "readline"];
+export const SIDE_NAME = { addon: "addon", js: "pure JS", readline: "readline" };
 
 let home = null;
 /** One KOMA_SIM_HOME for the whole run (bench methods need no session; state never touches disk). */
@@ -30,7 +42,10 @@ export function simEnv() {
 
 export function makeClient(side) {
   const opts = { executable: SIM, env: simEnv() };
-  return side === "addon" ? new Client(opts) : new PureClient(opts);
+  if (side === "addon") return new (addonClient())(opts);
+  if (side === "js") return new PureClient(opts);
+  if (side === "readline") return new ReadlineClient(opts);
+  throw new Error(`unknown side ${side}`);
 }
 
 /** A real gc() without --expose-gc on the command line. */
@@ -84,4 +99,103 @@ export function threadDelta(a, b) {
 /** CPU seconds of a child process (all its threads, live and exited). */
 export function childCpu(pid) {
   return pid ? statTimes(`/proc/${pid}/stat`) : null;
+}
+
+// ------------------------------------------------------------------ process accounting (Linux /proc)
+
+/** Threads of this process. */
+export const threadCount = () => readdirSync("/proc/self/task").length;
+
+/** Open descriptors of this process (the one that lists them included, every time alike). */
+export const fdCount = () => readdirSync("/proc/self/fd").length;
+
+/** This process's threads by name (comm), e.g. {node: 11, "koma-io": 2}. */
+export function threadNames() {
+  const out = {};
+  for (const tid of readdirSync("/proc/self/task")) {
+    let comm;
+    try {
+      comm = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
+    } catch {
+      continue; // gone meanwhile
+    }
+    out[comm] = (out[comm] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** `b - a` of two threadNames() samples, the names whose count changed: "koma-supervisor +100". */
+export function threadNamesDelta(a, b) {
+  const parts = [];
+  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+    const d = (b[k] ?? 0) - (a[k] ?? 0);
+    if (d !== 0) parts.push(`${k} ${d > 0 ? "+" : ""}${d}`);
+  }
+  return parts.join(", ");
+}
+
+/** The processes whose parent is this one (zombies included: a zombie is a child not yet reaped), from /proc/<pid>/stat. */
+export function childProcesses() {
+  const me = process.pid;
+  const out = [];
+  for (const d of readdirSync("/proc")) {
+    const c = d.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    let s;
+    try {
+      s = readFileSync(`/proc/${d}/stat`, "latin1");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    if (Number(f[1]) === me) out.push({ pid: Number(d), state: f[0] });
+  }
+  return out;
+}
+
+/** A number from /proc/<pid>/status (kB fields in bytes), or null. */
+export function procStatus(pid, field) {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+)( kB)?`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * (m[2] ? 1024 : 1) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The limits that bound how many clients can run at once, and what the system has now. */
+export function systemLimits() {
+  const num = (path) => {
+    try {
+      return Number(readFileSync(path, "utf8").trim());
+    } catch {
+      return NaN;
+    }
+  };
+  const lim = {};
+  try {
+    for (const line of readFileSync("/proc/self/limits", "utf8").split("\n")) {
+      const m = /^Max (open files|processes)\s+(\S+)\s+(\S+)/.exec(line);
+      if (m) lim[m[1]] = { soft: m[2] === "unlimited" ? Infinity : Number(m[2]), hard: m[3] === "unlimited" ? Infinity : Number(m[3]) };
+    }
+  } catch { /* not Linux */ }
+  let tasksNow = NaN;
+  try {
+    tasksNow = Number(readFileSync("/proc/loadavg", "utf8").split(" ")[3].split("/")[1]);
+  } catch { /* keep NaN */ }
+  const memAvailable = (() => {
+    try {
+      return Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync("/proc/meminfo", "utf8"))[1]) * 1024;
+    } catch {
+      return NaN;
+    }
+  })();
+  return {
+    nofile: lim["open files"] ?? { soft: NaN, hard: NaN },
+    nproc: lim.processes ?? { soft: NaN, hard: NaN },
+    pidMax: num("/proc/sys/kernel/pid_max"),
+    threadsMax: num("/proc/sys/kernel/threads-max"),
+    tasksNow,
+    memAvailable,
+  };
 }

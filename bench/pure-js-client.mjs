@@ -16,6 +16,10 @@
 // - requests written in one tick are coalesced (cork, uncork on nextTick:
 //   one writev).
 // - the event queue is a head-indexed array; next() settles from it at once.
+// - close() resolves once the child is reaped and its pipes are closed (no
+//   descriptor left behind).
+// bench/readline-client.mjs extends it, reading stdout through readline
+// instead (the anchor SDKs' way) with the same protocol logic (`_frame`).
 import { spawn } from "node:child_process";
 import { isUtf8 } from "node:buffer";
 
@@ -56,9 +60,10 @@ function komaError(code, message, extra) {
   return e;
 }
 
-function quote(buf, start, end) {
+/** At most 200 bytes (or, for a line already decoded, 200 characters) of a line, as a JSON string. */
+export function quote(buf, start, end) {
   const n = Math.min(end - start, 200);
-  return JSON.stringify(buf.toString("utf8", start, start + n));
+  return JSON.stringify(typeof buf === "string" ? buf.slice(start, start + n) : buf.toString("utf8", start, start + n));
 }
 
 function checkParams(method, params) {
@@ -217,12 +222,20 @@ export class PureClient {
         this._fail(komaError("spawn_failed", `could not start \`${this.executable} sdk serve\`: ${e.message}`));
       }
     });
+    if (!child.stdin || !child.stdout || !child.stderr) {
+      // No pipes (EMFILE, ENFILE: Node gives up before setting them up): the
+      // "error" event above fails the client.
+      this.stdioClosed = Promise.resolve();
+      return;
+    }
     child.stdin.on("error", (e) => {
       // EPIPE: the reader's end of stream usually says more; give it a moment.
       setTimeout(() => this._fail(komaError("transport_failure", this._withStderr(`writing to koma's stdin failed: ${e.message}`))), 500).unref();
     });
-    child.stdout.on("data", (chunk) => this._onData(chunk));
-    child.stdout.on("end", () => this._onEnd());
+    // Every stdio stream closed (after the exit): close() waits for it, so
+    // that no descriptor is left behind when it resolves.
+    this.stdioClosed = new Promise((res) => child.on("close", res));
+    this._readStdout(child);
     child.stderr.on("data", (chunk) => {
       this.errChunks.push(chunk);
       this.errLen += chunk.length;
@@ -286,6 +299,12 @@ export class PureClient {
 
   // ---------------------------------------------------------------- stdout
 
+  /** How stdout is read: Buffers split here (bench/readline-client.mjs overrides it). */
+  _readStdout(child) {
+    child.stdout.on("data", (chunk) => this._onData(chunk));
+    child.stdout.on("end", () => this._onEnd());
+  }
+
   _onData(chunk) {
     if (this.phase === "failed" || this.phase === "closed") return;
     const n = chunk.length;
@@ -346,6 +365,15 @@ export class PureClient {
     } catch (e) {
       return this._protocolError(`a stdout line is not one complete JSON object (${e.message})`, buf, start, end);
     }
+    return this._frame(f, len, buf, start, end);
+  }
+
+  /**
+   * One parsed line: classification, sequence check, routing. `len` is the
+   * line's size for the event buffer's byte bound; buf[start, end) is the
+   * line (a Buffer, or the decoded string), quoted in errors. False: stop (fatal).
+   */
+  _frame(f, len, buf, start, end) {
     if (typeof f !== "object" || f === null || Array.isArray(f)) {
       return this._protocolError("a stdout line is not a JSON object", buf, start, end);
     }
@@ -578,6 +606,17 @@ export class PureClient {
     await this.exitPromise;
   }
 
+  /** After the exit: wait for stdout and stderr to close (at most 300 ms), then destroy what is left. */
+  async _releaseStdio() {
+    const child = this.child;
+    if (!child || child.pid === undefined || this.exited === null) return;
+    const closed = await Promise.race([this.stdioClosed.then(() => true), new Promise((r) => setTimeout(() => r(false), 300).unref())]);
+    if (closed) return;
+    for (const s of [child.stdin, child.stdout, child.stderr]) {
+      try { s?.destroy(); } catch { /* gone */ }
+    }
+  }
+
   close() {
     if (this.closePromise) return this.closePromise;
     this.closePromise = this._close();
@@ -602,6 +641,7 @@ export class PureClient {
     }
     this.phase = "closing";
     await this._stopChild();
+    await this._releaseStdio();
     for (const [, p] of this.pending) {
       p.reject(komaError("delivery_unknown", `\`${p.method}\` was written, then the client was closed before its answer`));
     }

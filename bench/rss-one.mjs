@@ -1,5 +1,5 @@
 // One large response in a fresh Node process, for a clean peak RSS:
-//   node bench/rss-one.mjs addon|js [blobBytes]
+//   node bench/rss-one.mjs addon|js|readline [blobBytes]
 // Prints one JSON line: the response's time, the frame's size, and the peak
 // RSS growth while it passed (the peak after, minus the RSS just before the
 // request, after a gc).
@@ -32,8 +32,8 @@ function resetPeak() {
 }
 
 const side = process.argv[2];
-if (side !== "addon" && side !== "js") {
-  console.error("usage: node bench/rss-one.mjs addon|js [blobBytes]");
+if (!["addon", "js", "readline"].includes(side)) {
+  console.error("usage: node bench/rss-one.mjs addon|js|readline [blobBytes]");
   process.exit(2);
 }
 // The frame is {"id":"N","result":{"blob":"xxx…"}}: 30 bytes plus the id.
