@@ -74,8 +74,52 @@ export declare class Client {
    * stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
    */
   close(this: this): Promise<void>
+  /**
+   * Start a turn: `submit` (or, with `mode: "interrupt"`,
+   * `interrupt_and_submit`) its text, and take its events from the
+   * client's one event queue (`events()` gets the rest). Answers its
+   * approvals with `onApproval` if given; else the application answers
+   * them with `approve()` as it reads the Turn (and an approval that
+   * arrives while nobody reads it is denied). `signal` and `timeout`
+   * interrupt the agent, and the result then rejects with `aborted` or
+   * `timeout` once the turn has finished.
+   */
+  turn(params: TextParams, options?: TurnOptions): Turn
+  /**
+   * A turn in one call: `turn()` drained. Resolves with its result.
+   * `onApproval` is required (`invalid_params` otherwise, nothing written).
+   */
+  run(params: TextParams, options: RunOptions): Promise<TurnResult>
   /** `await using client = new Client(...)` closes it. */
   [globalThis.Symbol.asyncDispose](this: this): Promise<void>
+}
+
+/**
+ * A turn started by `client.turn()`: an async iterable of its events (its
+ * `turn_started` through its `turn_finished`, with the `state` and
+ * `diagnostic` events between them, and an overflow report if one hit),
+ * its id, its result, and a way to interrupt it. Made by `client.turn()`.
+ */
+export declare class Turn {
+  /**
+   * The turn id, once `submit` (or `interrupt_and_submit`) has answered.
+   * Rejects as the submit does (for example remote `busy`).
+   */
+  get id(): Promise<string>
+  /**
+   * The turn's result, once its `turn_finished` has arrived. Rejects with
+   * `aborted` or `timeout` (after the agent was interrupted), with the
+   * error of an `onApproval` that threw (after the turn finished), or with
+   * the client's error if it failed first.
+   */
+  get result(): Promise<TurnResult>
+  /** Interrupt this turn if it is still running (nothing is written otherwise). */
+  interrupt(): Promise<void>
+  /**
+   * The turn's events; `for await (const item of turn)`. One queue per
+   * Turn: iterating again goes on from where the last loop stopped.
+   */
+  [globalThis.Symbol.asyncIterator](): AsyncIterator<EventItem>
 }
 
 /**
@@ -267,6 +311,14 @@ export interface ResumeParams {
   after?: number
 }
 
+/** Options of `client.run()`: as `TurnOptions`, with `onApproval` required. */
+export interface RunOptions {
+  mode?: 'submit' | 'interrupt'
+  onApproval: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
+  signal?: AbortSignal
+  timeout?: number
+}
+
 /** Result of `create` and `resume`. */
 export interface SessionResult {
   session: string
@@ -318,6 +370,19 @@ export interface ToolCallEvent {
   data: ToolCallData
 }
 
+/** A tool call of a turn, from its `tool_call` and `tool_result` events. */
+export interface ToolCallRecord {
+  call: string
+  tool: string
+  input: any
+  /** The `tool_result`'s output, once it came. */
+  output?: any
+  /** Whether the tool failed, once its result came. */
+  error?: boolean
+  /** How `onApproval` (or the turn, for want of a reader) answered its approval. */
+  approval?: 'allow' | 'deny'
+}
+
 /** Data of `tool_result`. */
 export interface ToolResultData {
   turn: string
@@ -349,6 +414,43 @@ export interface TurnFinishedEvent {
   seq: number
   name: 'turn_finished'
   data: TurnFinishedData
+}
+
+/** Options of `client.turn()`. */
+export interface TurnOptions {
+  /**
+   * `"submit"` (the default) starts the turn with `submit` (remote error
+   * `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
+   */
+  mode?: 'submit' | 'interrupt'
+  /**
+   * Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+   * a function of the request that returns one (or a promise of one), and
+   * may take as long as a person needs. A function that throws or rejects
+   * denies, and the result then rejects with its error.
+   */
+  onApproval?: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
+  /** Interrupts the agent when aborted; the result rejects with `aborted`. */
+  signal?: AbortSignal
+  /** Milliseconds after which the agent is interrupted; the result rejects with `timeout`. */
+  timeout?: number
+}
+
+/** What a turn came to. */
+export interface TurnResult {
+  turn: string
+  /**
+   * What `turn_finished` said; `"unknown"` only when an overflow lost the
+   * `turn_finished` (then `overflowed` is true).
+   */
+  status: 'completed' | 'interrupted' | 'failed' | 'unknown'
+  /** All the turn's `output` text, joined. */
+  output: string
+  toolCalls: Array<ToolCallRecord>
+  /** How many events the turn had. */
+  events: number
+  /** An overflow hit during the turn: `output` may be incomplete. */
+  overflowed: boolean
 }
 
 /** Data of `turn_started`. */

@@ -836,4 +836,5 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Client = nativeBinding.Client
+module.exports.Turn = nativeBinding.Turn
 module.exports.__census = nativeBinding.__census

@@ -87,10 +87,7 @@ impl Model {
                         end -= 1;
                     }
                     if end - start > MAX_FRAME_BYTES {
-                        return Model {
-                            lines,
-                            end: EndKind::TooLarge,
-                        };
+                        return Model { lines, end: EndKind::TooLarge };
                     }
                     lines.push(start..end);
                     start += i + 1;
@@ -128,10 +125,7 @@ pub struct Cycle<'a> {
 
 impl<'a> Cycle<'a> {
     pub fn new(sizes: &'a [usize]) -> Self {
-        assert!(
-            sizes.iter().any(|&s| s > 0),
-            "a chunking must make progress"
-        );
+        assert!(sizes.iter().any(|&s| s > 0), "a chunking must make progress");
         Cycle { sizes, at: 0 }
     }
 }
@@ -174,12 +168,10 @@ pub fn run(
             chunk,
             |line| -> Result<(), Stop> {
                 let i = delivered;
-                let want = model.lines.get(i).unwrap_or_else(|| {
-                    panic!(
-                        "line {i} delivered, the model has only {} lines",
-                        model.lines.len()
-                    )
-                });
+                let want = model
+                    .lines
+                    .get(i)
+                    .unwrap_or_else(|| panic!("line {i} delivered, the model has only {} lines", model.lines.len()));
                 let got = line.bytes();
                 if got != &payload[want.clone()] {
                     panic!(
@@ -187,9 +179,7 @@ pub fn run(
                         got.len(),
                         String::from_utf8_lossy(&got[..got.len().min(300)]),
                         want.len(),
-                        String::from_utf8_lossy(
-                            &payload[want.start..want.end.min(want.start + 300)]
-                        )
+                        String::from_utf8_lossy(&payload[want.start..want.end.min(want.start + 300)])
                     );
                 }
                 delivered += 1;
@@ -211,20 +201,8 @@ pub fn run(
         );
         match r {
             Ok(()) => {}
-            Err(Stop::Line(i)) => {
-                return Outcome {
-                    verdicts,
-                    delivered,
-                    end: End::Stopped(i),
-                }
-            }
-            Err(Stop::TooLarge(v)) => {
-                return Outcome {
-                    verdicts,
-                    delivered,
-                    end: End::TooLarge(v),
-                }
-            }
+            Err(Stop::Line(i)) => return Outcome { verdicts, delivered, end: End::Stopped(i) },
+            Err(Stop::TooLarge(v)) => return Outcome { verdicts, delivered, end: End::TooLarge(v) },
         }
         fed += n;
         if let Some(p) = memchr::memrchr(b'\n', chunk) {
@@ -233,10 +211,7 @@ pub fn run(
         let tail = fed - line_start;
         assert_eq!(s.partial_len(), tail, "partial_len after {fed} bytes");
         let cap = s.partial_capacity();
-        assert!(
-            cap <= PARTIAL_LIMIT,
-            "partial capacity {cap} over the bound {PARTIAL_LIMIT}"
-        );
+        assert!(cap <= PARTIAL_LIMIT, "partial capacity {cap} over the bound {PARTIAL_LIMIT}");
         assert!(
             tail > CAPACITY_TIGHT_UP_TO || cap <= 2 * tail + CAPACITY_SLACK,
             "partial capacity {cap} for a partial line of {tail} bytes"
@@ -247,11 +222,7 @@ pub fn run(
         Err(v) => End::Unterminated(v),
     };
     assert_eq!(s.partial_len(), 0);
-    Outcome {
-        verdicts,
-        delivered,
-        end,
-    }
+    Outcome { verdicts, delivered, end }
 }
 
 fn is_bidi_override(c: char) -> bool {
@@ -261,12 +232,7 @@ fn is_bidi_override(c: char) -> bool {
 /// Text shown to a user: no control character, no bidi override.
 pub fn check_text(label: &str, text: &str) {
     for c in text.chars() {
-        assert!(
-            !c.is_control() && !is_bidi_override(c),
-            "{label} holds {:?} (U+{:04X}): {text:?}",
-            c,
-            c as u32
-        );
+        assert!(!c.is_control() && !is_bidi_override(c), "{label} holds {:?} (U+{:04X}): {text:?}", c, c as u32);
     }
 }
 
@@ -283,16 +249,10 @@ pub fn check_violation(v: &Violation, line: &[u8]) {
         v.quote
     );
     let n = line.len().min(QUOTE_BYTES);
-    if line[..n]
-        .iter()
-        .all(|&b| (0x20..=0x7e).contains(&b) && b != b'\\')
-    {
+    if line[..n].iter().all(|&b| (0x20..=0x7e).contains(&b) && b != b'\\') {
         let plain = std::str::from_utf8(&line[..n]).unwrap();
         if line.len() <= QUOTE_BYTES {
-            assert_eq!(
-                v.quote, plain,
-                "the quote of a short plain line is the line"
-            );
+            assert_eq!(v.quote, plain, "the quote of a short plain line is the line");
         } else {
             assert_eq!(
                 v.quote,
@@ -311,10 +271,7 @@ fn check_json(label: &str, line: &[u8], range: &Range<usize>) {
     );
     // As the reader hands it on: raw JSON text (a lone surrogate escape is JSON text too).
     if let Err(e) = serde_json::from_slice::<&serde_json::value::RawValue>(&line[range.clone()]) {
-        panic!(
-            "{label} range {range:?} is not JSON ({e}): {:?}",
-            String::from_utf8_lossy(&line[range.clone()])
-        );
+        panic!("{label} range {range:?} is not JSON ({e}): {:?}", String::from_utf8_lossy(&line[range.clone()]));
     }
 }
 
@@ -328,14 +285,8 @@ pub fn check_verdict(line: &[u8], verdict: &Result<Frame, Violation>) {
                 check_text("a hello error", &e.message);
             }
         }
-        Ok(Frame::Response {
-            body: ResponseBody::Result(r),
-            ..
-        }) => check_json("a result", line, r),
-        Ok(Frame::Response {
-            body: ResponseBody::Error(_),
-            ..
-        }) => {}
+        Ok(Frame::Response { body: ResponseBody::Result(r), .. }) => check_json("a result", line, r),
+        Ok(Frame::Response { body: ResponseBody::Error(_), .. }) => {}
         Ok(Frame::Event { seq, name, data }) => {
             assert!(*seq > 0, "seq {seq}");
             if name.is_some() || !data.is_empty() {
@@ -352,36 +303,16 @@ pub fn check_verdict(line: &[u8], verdict: &Result<Frame, Violation>) {
 /// payloads, split in two at every position.
 pub fn check(payload: &[u8], chunkings: &[&[usize]], exhaustive: bool) {
     let model = Model::new(payload);
-    let verdicts: Vec<Result<Frame, Violation>> = model
-        .lines
-        .iter()
-        .map(|r| classify(&payload[r.clone()]))
-        .collect();
+    let verdicts: Vec<Result<Frame, Violation>> = model.lines.iter().map(|r| classify(&payload[r.clone()])).collect();
     for (r, v) in model.lines.iter().zip(&verdicts) {
         check_verdict(&payload[r.clone()], v);
     }
     let first_bad = verdicts.iter().position(|v| v.is_err());
     let one_read = [payload.len().max(1)];
-    let whole = run(
-        payload,
-        &model,
-        Some(&verdicts),
-        &mut Cycle::new(&one_read),
-        true,
-        false,
-    );
-    assert_eq!(
-        whole.delivered,
-        model.lines.len(),
-        "one read: lines delivered"
-    );
+    let whole = run(payload, &model, Some(&verdicts), &mut Cycle::new(&one_read), true, false);
+    assert_eq!(whole.delivered, model.lines.len(), "one read: lines delivered");
     assert_eq!(whole.verdicts, verdicts, "one read: verdicts");
-    assert_eq!(
-        kind(&whole.end),
-        model.end,
-        "one read: how it ended ({:?})",
-        whole.end
-    );
+    assert_eq!(kind(&whole.end), model.end, "one read: how it ended ({:?})", whole.end);
     if let End::TooLarge(v) | End::Unterminated(v) = &whole.end {
         let tail_start = model.lines.last().map_or(0, |r| {
             // past the line, its `\r` if any, and its `\n`
@@ -400,28 +331,13 @@ pub fn check(payload: &[u8], chunkings: &[&[usize]], exhaustive: bool) {
     };
     let stopped = |label: &str, o: Outcome| match first_bad {
         Some(j) => {
-            assert_eq!(
-                o.end,
-                End::Stopped(j),
-                "{label}: stopping at the first violation"
-            );
-            assert_eq!(
-                o.delivered,
-                j + 1,
-                "{label}: lines delivered before the stop"
-            );
+            assert_eq!(o.end, End::Stopped(j), "{label}: stopping at the first violation");
+            assert_eq!(o.delivered, j + 1, "{label}: lines delivered before the stop");
         }
         None => same(label, o, false),
     };
     let feed = |sizes: &[usize], classify_lines: bool, stop: bool| {
-        run(
-            payload,
-            &model,
-            Some(&verdicts),
-            &mut Cycle::new(sizes),
-            classify_lines,
-            stop,
-        )
+        run(payload, &model, Some(&verdicts), &mut Cycle::new(sizes), classify_lines, stop)
     };
     for sizes in chunkings {
         if sizes.iter().all(|&s| s == 0) {

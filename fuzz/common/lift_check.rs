@@ -70,9 +70,7 @@ pub fn restore(json: &[u8], l: &Lifted, mut v: Value) -> Value {
                 Step::Key(k) => at.get_mut(k.as_str()),
                 Step::Index(i) => at.get_mut(*i as usize),
             }
-            .unwrap_or_else(|| {
-                panic!("lift {n}: path {:?} not in the skeleton {}", lift.path, show(&l.skeleton))
-            });
+            .unwrap_or_else(|| panic!("lift {n}: path {:?} not in the skeleton {}", lift.path, show(&l.skeleton)));
         }
         assert_eq!(
             *at,
