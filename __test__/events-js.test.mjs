@@ -81,8 +81,9 @@ test("a throwing pull rejects the call and every waiter", async () => {
   h.queue.push(Object.assign(new Error("fatal"), { code: "protocol_error" }));
   h.settle();
   for (const p of [a, b]) await assert.rejects(p, { code: "protocol_error" });
+  const pulls = h.log.pulls;
   await assert.rejects(h.stream.next(), { message: "fatal" }, "every later call: the same fatal error");
-  assert.equal(h.log.pulls, 1, "without asking the addon again");
+  assert.equal(h.log.pulls, pulls, "without asking the addon again");
 });
 
 test("return() ends the waiting calls and tells the addon to stop waiting", async () => {

@@ -1,6 +1,8 @@
 // A tour of @koma/sdk on koma-sim, the bundled stand-in for koma:
-// probe, create, a turn with a tool approval, enqueue + interrupt, detach,
-// and resume in a new client. Run it with `npm run demo`.
+// probe, create, a turn with a tool approval (client.turn with onApproval),
+// a turn in one call (client.run), enqueue + interrupt, the events no Turn
+// took (client.events), detach, and resume in a new client. Run it with
+// `npm run demo`.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,7 +23,8 @@ say(`   capabilities: ${hello.capabilities.join(", ")}`);
 const { session } = await client.create({ cwd: process.cwd() });
 say(`== session ${session} created`);
 
-// Read events in the background while we make requests.
+// events() gets what no Turn takes (the diagnostic after create, the idle
+// states between turns, the turns of queued texts): read it in the background.
 let lastSeq = 0;
 const waiters = [];
 const seen = [];
@@ -31,9 +34,9 @@ const pump = (async () => {
       say(`   (overflow: ${item.dropped} events dropped)`);
       continue;
     }
-    lastSeq = item.seq;
+    lastSeq = Math.max(lastSeq, item.seq);
     seen.push(item);
-    show(item);
+    show(item, "events()");
     for (const w of waiters.splice(0)) if (!w.match(item)) waiters.push(w); else w.resolve(item);
   }
 })();
@@ -46,9 +49,11 @@ const next = (match) =>
   });
 
 let streaming = false;
-function show(e) {
+function show(e, via = "turn") {
+  if (e.type === "overflow") return say(`   (overflow: ${e.dropped} events dropped)`);
+  lastSeq = Math.max(lastSeq, e.seq);
   if (e.name === "output") {
-    if (!streaming) process.stdout.write("   koma> ");
+    if (!streaming) process.stdout.write(`   koma (${via})> `);
     streaming = true;
     process.stdout.write(e.data.text);
     return;
@@ -66,17 +71,32 @@ function show(e) {
   }
 }
 
-const { turn } = await client.submit({ text: "read the README and fix the typo" });
-const approval = await next((e) => e.name === "approval_requested");
-say(`== answering ${approval.data.approval}: allow`);
-await client.approve({ approval: approval.data.approval, decision: "allow" });
-await next((e) => e.name === "turn_finished" && e.data.turn === turn);
+// A Turn: its own events, its approvals answered by onApproval.
+const first = client.turn({ text: "read the README and fix the typo" }, {
+  onApproval: (request) => {
+    say(`== answering ${request.approval} (${request.tool}): allow`);
+    return "allow";
+  },
+});
+for await (const item of first) show(item);
+const r1 = await first.result;
+say(`== ${r1.turn}: ${r1.status}; tools: ${r1.toolCalls.map((c) => `${c.tool}${c.approval ? ` (${c.approval})` : ""}`).join(", ")}`);
 
-const second = await client.submit({ text: "explain the build in detail" });
+// A turn in one call.
+const r2 = await client.run({ text: "look at package.json" }, { onApproval: "deny" });
+say(`== run(): ${r2.turn} ${r2.status}, ${r2.output.length} characters of output, ${r2.events} events`);
+
+// A queued text, and interrupting the turn ahead of it.
+const second = client.turn({ text: "explain the build in detail" }, { onApproval: "deny" });
+const secondId = await second.id;
 const { position } = await client.enqueue({ text: "show the diff" });
-say(`== queued "show the diff" at position ${position}; interrupting ${second.turn}`);
-await next((e) => e.name === "output" && e.data.turn === second.turn);
-await client.interrupt();
+say(`== queued "show the diff" at position ${position}; interrupting ${secondId} at its first output`);
+for await (const item of second) {
+  show(item);
+  if (item.type === "event" && item.name === "output") await second.interrupt();
+}
+say(`== ${secondId}: ${(await second.result).status}`);
+// The queued text runs as a turn nobody opened: events() gets it.
 const queuedTurn = await next((e) => e.name === "turn_started" && e.data.text === "show the diff");
 await next((e) => e.name === "turn_finished" && e.data.turn === queuedTurn.data.turn);
 

@@ -1,4 +1,4 @@
-// Stream a reply to the terminal.
+// Stream a reply to the terminal, as it comes: iterate the Turn.
 //   node examples/stream.mjs "explain the build"
 // Uses koma-sim unless KOMA_EXECUTABLE names a real koma.
 import { Client } from "@koma/sdk";
@@ -7,15 +7,12 @@ import { simPath } from "@koma/sdk/sim";
 const client = new Client({ executable: process.env.KOMA_EXECUTABLE ?? simPath });
 try {
   await client.create({ cwd: process.cwd() });
-  const { turn } = await client.submit({ text: process.argv[2] ?? "explain the build" });
-  for await (const item of client.events()) {
-    if (item.type !== "event") continue;
-    if (item.name === "output") process.stdout.write(item.data.text);
-    if (item.name === "turn_finished" && item.data.turn === turn) {
-      process.stdout.write(`\n[${item.data.status}]\n`);
-      break;
-    }
+  const turn = client.turn({ text: process.argv[2] ?? "explain the build" }, { onApproval: "deny" });
+  for await (const item of turn) {
+    if (item.type === "event" && item.name === "output") process.stdout.write(item.data.text);
   }
+  const { status } = await turn.result;
+  process.stdout.write(`\n[${status}]\n`);
 } finally {
   await client.close();
 }
