@@ -372,13 +372,7 @@ impl Client {
     #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: TurnOptions")]
     pub fn turn(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Turn> {
         let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
-        let layer = self.ctx.env.turn_layer(js)?;
-        let make = js.get(layer, "makeTurn")?;
-        let router = self.ctx.event_router(js)?;
-        let args =
-            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
-        let made = js.call(make, layer, &args)?;
+        let made = self.turn_layer(js, this, "makeTurn", params, options)?;
         Ok(Turn::new(OwnedRef::new(js, &self.ctx.env.life, made, true)?))
     }
 
@@ -390,20 +384,32 @@ impl Client {
         ts_return_type = "Promise<TurnResult>"
     )]
     pub fn run(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
-        let layer = self.ctx.env.turn_layer(js)?;
-        let run = js.get(layer, "run")?;
-        let router = self.ctx.event_router(js)?;
-        let args =
-            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
-        js.call(run, layer, &args).map(Raw)
+        self.turn_layer(Js(env.raw()), this, "run", params, options).map(Raw)
     }
 
     /// `await using client = new Client(...)` closes it.
     #[napi(catch_unwind, well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
     pub fn async_dispose(&self, env: Env, this: This) -> napi::Result<Raw> {
         self.close(env, this)
+    }
+
+    /// Call the turn layer's `name` (turn.js) with this client, the event
+    /// queue's router, and the call's arguments.
+    fn turn_layer(
+        &self,
+        js: Js,
+        this: This,
+        name: &str,
+        params: Option<Arg>,
+        options: Option<Arg>,
+    ) -> napi::Result<Value> {
+        self.ctx.remember_client(js, this.raw())?;
+        let layer = self.ctx.env.turn_layer(js)?;
+        let f = js.get(layer, name)?;
+        let router = self.ctx.event_router(js)?;
+        let args =
+            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
+        js.call(f, layer, &args)
     }
 
     fn send(&self, env: Env, this: This, method: &str, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {

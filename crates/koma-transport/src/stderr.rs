@@ -19,8 +19,10 @@ impl Default for StderrRing {
 }
 
 impl StderrRing {
+    /// A ring that keeps at most `capacity` bytes (it grows to that as
+    /// stderr comes: a quiet child costs nothing).
     pub fn with_capacity(capacity: usize) -> Self {
-        StderrRing { bytes: VecDeque::with_capacity(capacity), capacity, total: 0 }
+        StderrRing { bytes: VecDeque::new(), capacity, total: 0 }
     }
 
     pub fn push(&mut self, chunk: &[u8]) {

@@ -47,16 +47,16 @@ use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{
     children_of_self, descriptors_matching, fd_inode, group_running, pidfd_open, pidfd_signal, pidfd_state,
-    pipe_and_pidfd_count, pipe_inodes_of, sim_path, ChildState,
+    pipe_and_pidfd_count, pipe_inodes_of, sim_path, ChildState, TestWaker,
 };
 use koma_transport::child::LaunchOptions;
 use koma_transport::events::{End, Take};
-use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, Outcome, Probe, Waker};
+use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, Outcome, Probe};
 
 /// A call that has not completed after this long is a hang (never a pass/fail threshold otherwise).
 const HANG: Duration = Duration::from_secs(60);
@@ -198,21 +198,6 @@ impl Plan {
 
 // ---------------------------------------------------------------- the waker
 
-#[derive(Default)]
-struct Bell {
-    rung: Mutex<u64>,
-    cv: Condvar,
-}
-
-struct Ring(Arc<Bell>);
-
-impl Waker for Ring {
-    fn wake(&self) {
-        *self.0.rung.lock().unwrap() += 1;
-        self.0.cv.notify_all();
-    }
-}
-
 // ---------------------------------------------------------------- one case
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,7 +306,7 @@ struct Case {
     plan: Plan,
     rng: Rng,
     conn: Connection,
-    bell: Arc<Bell>,
+    bell: Arc<TestWaker>,
     seen_rings: u64,
     /// How many times `drain()` has been called.
     drains: u64,
@@ -363,9 +348,9 @@ impl Case {
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-        let bell = Arc::new(Bell::default());
+        let bell = Arc::new(TestWaker::default());
         let launch = LaunchOptions { executable: sim_path().into(), cwd: None, env };
-        let conn = Connection::new(ConnectionOptions { launch, trace: false }, Box::new(Ring(bell.clone())));
+        let conn = Connection::new(ConnectionOptions { launch, trace: false }, bell.waker());
         Case {
             seed,
             plan,
@@ -423,18 +408,7 @@ impl Case {
 
     /// Wait (at most `limit`) for a wake; then drain.
     fn wait_wake(&mut self, limit: Duration) {
-        {
-            let deadline = Instant::now() + limit;
-            let mut rung = self.bell.rung.lock().unwrap();
-            while *rung == self.seen_rings {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                rung = self.bell.cv.wait_timeout(rung, left).unwrap().0;
-            }
-            self.seen_rings = *rung;
-        }
+        self.seen_rings = self.bell.wait_past(self.seen_rings, limit);
         self.pump();
     }
 

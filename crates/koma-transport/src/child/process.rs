@@ -46,15 +46,8 @@ impl Process {
             Some(fd) => match unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
                 Ok(fd) => Watch::Pidfd(fd),
                 Err(e) => {
-                    let (_fd, cause) = e.into_parts();
-                    // SAFETY: kill(2)/waitpid(2) on our own unreaped child.
-                    unsafe {
-                        libc::kill(-pid, libc::SIGKILL);
-                        libc::kill(pid, libc::SIGKILL);
-                        let mut status = 0;
-                        libc::waitpid(pid, &mut status, 0);
-                    }
-                    return Err(cause);
+                    kill_and_reap(pid);
+                    return Err(e.into_parts().1);
                 }
             },
             None => {
@@ -66,14 +59,7 @@ impl Process {
                 let thread = match thread {
                     Ok(t) => t,
                     Err(e) => {
-                        // No way to watch it: stop it now (unreaped, so the ids are its own).
-                        // SAFETY: kill(2)/waitpid(2) on our own unreaped child.
-                        unsafe {
-                            libc::kill(-pid, libc::SIGKILL);
-                            libc::kill(pid, libc::SIGKILL);
-                            let mut status = 0;
-                            libc::waitpid(pid, &mut status, 0);
-                        }
+                        kill_and_reap(pid); // no way to watch it
                         return Err(e);
                     }
                 };
@@ -236,6 +222,18 @@ impl Drop for Process {
             self.kill_now();
             self.reap();
         }
+    }
+}
+
+/// Stop a child of ours that nothing else will supervise (its group too) and
+/// reap it: it is unreaped until the waitpid, so its ids are its own.
+pub(crate) fn kill_and_reap(pid: i32) {
+    // SAFETY: kill(2) and waitpid(2) on our own unreaped child (pid > 0).
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
     }
 }
 

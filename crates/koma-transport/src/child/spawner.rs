@@ -70,16 +70,9 @@ fn run(rx: mpsc::Receiver<Request>) {
 }
 
 /// A child whose requester went away before it was handed over: kill its
-/// group and reap it (it is unreaped, so its ids cannot have been reused).
+/// group and reap it.
 fn abandon(child: RawSpawn) {
-    // SAFETY: kill(2) and waitpid(2) on our own unreaped child (pid > 0); its
-    // pid and group id cannot be reused before the waitpid below.
-    unsafe {
-        libc::kill(-child.pid, libc::SIGKILL);
-        libc::kill(child.pid, libc::SIGKILL);
-        let mut status = 0;
-        while libc::waitpid(child.pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
-    }
+    super::process::kill_and_reap(child.pid);
 }
 
 /// Start a child on the spawner thread.

@@ -7,7 +7,8 @@ use tokio::net::unix::pipe;
 use super::Connection;
 
 pub(super) async fn drain_stderr(conn: Connection, mut stderr: pipe::Receiver) {
-    let mut buf = vec![0u8; 64 * 1024];
+    // Small at first (most children write little), larger once a read fills it.
+    let mut buf = vec![0u8; 4 * 1024];
     let trace_on = conn.inner.options.trace;
     loop {
         match stderr.read(&mut buf).await {
@@ -19,6 +20,9 @@ pub(super) async fn drain_stderr(conn: Connection, mut stderr: pipe::Receiver) {
                     }
                 }
                 conn.inner.lock().stderr.push(&buf[..n]);
+                if n == buf.len() && buf.len() < 64 * 1024 {
+                    buf = vec![0u8; 64 * 1024];
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,

@@ -25,6 +25,9 @@ pub(super) enum ReadEnd {
     Panicked,
 }
 
+/// The read buffer starts small (an idle client holds little) and grows to
+/// `READ_CHUNK` once a read fills it (data is streaming).
+const READ_FIRST: usize = 16 * 1024;
 const READ_CHUNK: usize = 256 * 1024;
 /// The frames of a read are checked and applied this many at a time.
 const APPLY_GROUP: usize = 32;
@@ -42,7 +45,7 @@ const READ_PAUSE_BELOW: usize = 16 * 1024;
 
 pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) -> ReadEnd {
     let mut splitter = LineSplitter::new();
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = vec![0u8; READ_FIRST];
     let trace_on = conn.inner.options.trace;
     let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
     loop {
@@ -52,6 +55,7 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return ReadEnd::Io(e),
         };
+        let filled = n == buf.len();
         let mut lines = Vec::new();
         let too_large = splitter
             .feed(
@@ -105,6 +109,9 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
         };
         if pause {
             let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
+        }
+        if filled && buf.len() < READ_CHUNK {
+            buf = vec![0u8; READ_CHUNK];
         }
     }
     match splitter.finish() {

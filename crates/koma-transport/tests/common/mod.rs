@@ -56,6 +56,28 @@ impl Waker for Wake {
     }
 }
 
+impl TestWaker {
+    /// The waker to give a `Connection`.
+    pub fn waker(self: &Arc<Self>) -> Box<dyn Waker> {
+        Box::new(Wake(self.clone()))
+    }
+
+    /// Wait (at most `limit`) until there have been more than `seen` wakes;
+    /// the count now (still `seen` if none came).
+    pub fn wait_past(&self, seen: u64, limit: Duration) -> u64 {
+        let deadline = Instant::now() + limit;
+        let mut w = self.wakes.lock().unwrap();
+        while *w == seen {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            w = self.cv.wait_timeout(w, left).unwrap().0;
+        }
+        *w
+    }
+}
+
 pub struct Client {
     pub conn: Connection,
     waker: Arc<TestWaker>,
@@ -73,7 +95,7 @@ impl Client {
 
     pub fn with(launch: LaunchOptions) -> Self {
         let waker = Arc::new(TestWaker::default());
-        let conn = Connection::new(ConnectionOptions { launch, trace: false }, Box::new(Wake(waker.clone())));
+        let conn = Connection::new(ConnectionOptions { launch, trace: false }, waker.waker());
         Client { conn, waker, seen_wakes: 0, done: HashMap::new() }
     }
 
@@ -86,17 +108,11 @@ impl Client {
 
     /// Wait (at most `limit`) for a wake, then drain. False if none came.
     pub fn wait_wake(&mut self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        let mut w = self.waker.wakes.lock().unwrap();
-        while *w == self.seen_wakes {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            w = self.waker.cv.wait_timeout(w, left).unwrap().0;
+        let now = self.waker.wait_past(self.seen_wakes, limit);
+        if now == self.seen_wakes {
+            return false;
         }
-        self.seen_wakes = *w;
-        drop(w);
+        self.seen_wakes = now;
         self.pump();
         true
     }
