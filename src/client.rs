@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::rc::Rc;
 
 use koma_transport::child::LaunchOptions;
-use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe, Waker};
+use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
 use napi::bindgen_prelude::{FromNapiValue, This, ToNapiValue, TypeName, ValidateNapiValue};
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
@@ -14,7 +14,7 @@ use napi_derive::napi;
 use crate::call::{CallOpts, Started};
 use crate::delivery::{Ctx, JsState};
 use crate::env::EnvData;
-use crate::handles::{Deferred, OwnedRef, Tsfn, TsfnWaker};
+use crate::handles::{Deferred, OwnedRef};
 use crate::js::{Js, Value};
 use crate::turn::Turn;
 use crate::types::Census;
@@ -63,14 +63,6 @@ impl TypeName for Arg {
 
 impl ValidateNapiValue for Arg {}
 
-struct JsWaker(TsfnWaker);
-
-impl Waker for JsWaker {
-    fn wake(&self) {
-        self.0.wake();
-    }
-}
-
 /// A client of one `koma sdk serve` child. Every method starts the child and
 /// awaits its hello first if that has not happened. Every method takes an
 /// optional last argument `{ signal?: AbortSignal, timeout?: number }`.
@@ -83,9 +75,6 @@ impl Waker for JsWaker {
 #[napi]
 pub struct Client {
     ctx: Rc<Ctx>,
-    /// Owned here: released when the client object goes (its finalizer then
-    /// drops the context's other handle).
-    _tsfn: Tsfn,
 }
 
 fn env_trace() -> bool {
@@ -170,15 +159,13 @@ impl Client {
         let env_data = EnvData::of(js)?;
         let state =
             JsState { calls: Default::default(), stream: None, events_waiting: false, client: None, held: false };
-        // The context is the threadsafe function's target, and the
-        // connection wakes the JavaScript thread through that function.
-        let (tsfn, ctx) = Tsfn::with_target(js, "koma-sdk", |handle, waker| Ctx {
-            conn: Connection::new(ConnectionOptions { launch, trace: trace || env_trace() }, Box::new(JsWaker(waker))),
-            env: env_data,
-            wake: handle,
-            state: std::cell::RefCell::new(state),
-        })?;
-        Ok(Client { ctx, _tsfn: tsfn })
+        // The connection wakes the JavaScript thread through the
+        // environment's one threadsafe function, naming this client.
+        let (id, waker) = env_data.wakes.waker();
+        let conn = Connection::new(ConnectionOptions { launch, trace: trace || env_trace() }, waker);
+        let ctx = Rc::new(Ctx { conn, env: env_data, id, state: std::cell::RefCell::new(state) });
+        ctx.env.wakes.register(id, &ctx);
+        Ok(Client { ctx })
     }
 
     /// Start the child if needed; resolves with its checked hello.
@@ -438,10 +425,10 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         // Collected, or its environment is ending (a Worker terminated),
-        // without close(): stop the child's whole group now. The iterator and
-        // the client's references go now too; the threadsafe function is
-        // released with `_tsfn`.
+        // without close(): stop the child's whole group now. The iterator
+        // and the client's references go now too.
         self.ctx.conn.kill_now();
+        self.ctx.env.wakes.unregister(self.ctx.id);
         let mut st = self.ctx.state.borrow_mut();
         st.stream = None;
         st.client = None;

@@ -16,7 +16,7 @@ use koma_transport::{Completion, Connection, ErrorCode, KomaError, Outcome};
 
 use crate::call::AbortListener;
 use crate::env::EnvData;
-use crate::handles::{Deferred, OwnedRef, TsfnHandle, WakeTarget};
+use crate::handles::{Deferred, OwnedRef};
 use crate::js::{Js, Value};
 use crate::stream::StreamRefs;
 
@@ -43,12 +43,14 @@ pub struct JsState {
 pub struct Ctx {
     pub conn: Connection,
     pub env: Rc<EnvData>,
-    pub wake: TsfnHandle,
+    /// Its id among the environment's clients (see `wake.rs`).
+    pub id: u64,
     pub state: RefCell<JsState>,
 }
 
-impl WakeTarget for Ctx {
-    fn woke(&self, js: Js) {
+impl Ctx {
+    /// The connection has something for JavaScript (see `wake.rs`).
+    pub fn woke(&self, js: Js) {
         // Draining first re-arms the wake-up, whatever happens while delivering.
         let completions = self.conn.drain();
         let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -196,7 +198,7 @@ impl Ctx {
             return;
         }
         st.held = busy;
-        self.wake.hold(js, busy);
+        self.env.wakes.hold(js, busy);
         if let Some(client) = &st.client {
             client.set_strong(js, busy);
         }

@@ -9,6 +9,7 @@ use napi::sys;
 
 use crate::handles::{EnvLife, OwnedRef};
 use crate::js::{Js, Value};
+use crate::wake::Wakes;
 
 pub struct EnvData {
     env: sys::napi_env,
@@ -17,6 +18,8 @@ pub struct EnvData {
     json_stringify: OwnedRef,
     events_factory: RefCell<Option<OwnedRef>>,
     turn_layer: RefCell<Option<OwnedRef>>,
+    /// The environment's one threadsafe function, shared by its clients.
+    pub wakes: Wakes,
 }
 
 thread_local! {
@@ -43,6 +46,7 @@ impl EnvData {
             json_stringify: OwnedRef::new(js, &life, js.get(json, "stringify")?, true)?,
             events_factory: RefCell::new(None),
             turn_layer: RefCell::new(None),
+            wakes: Wakes::new(js, &life)?,
             life,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(data.clone()));

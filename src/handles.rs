@@ -189,6 +189,7 @@ impl TsfnSlot {
 /// dropped.
 pub struct Tsfn {
     slot: Arc<TsfnSlot>,
+    life: Rc<EnvLife>,
 }
 
 /// (Un)references the threadsafe function, on the JavaScript thread.
@@ -209,6 +210,7 @@ impl Tsfn {
     /// (and do nothing until this returns).
     pub fn with_target<T: WakeTarget + 'static>(
         js: Js,
+        life: &Rc<EnvLife>,
         name: &str,
         make: impl FnOnce(TsfnHandle, TsfnWaker) -> T,
     ) -> napi::Result<(Tsfn, Rc<T>)> {
@@ -267,12 +269,15 @@ impl Tsfn {
         // SAFETY: the function was just created in this env.
         unsafe { sys::napi_unref_threadsafe_function(js.0, raw) };
         *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(raw as usize);
-        Ok((Tsfn { slot }, target))
+        Ok((Tsfn { slot, life: life.clone() }, target))
     }
 }
 
 impl Drop for Tsfn {
     fn drop(&mut self) {
+        if !self.life.alive() {
+            return; // the environment has ended, and finalized it
+        }
         if let Some(raw) = self.slot.take() {
             // SAFETY: the function is live (it was in the slot); released once.
             unsafe { sys::napi_release_threadsafe_function(raw, sys::ThreadsafeFunctionReleaseMode::release) };
@@ -281,6 +286,11 @@ impl Drop for Tsfn {
 }
 
 impl TsfnHandle {
+    /// A waker of the same function.
+    pub fn waker(&self) -> TsfnWaker {
+        TsfnWaker { slot: self.slot.clone() }
+    }
+
     /// Keep Node's event loop alive while `held` (something is outstanding).
     pub fn hold(&self, js: Js, held: bool) {
         if let Some(raw) = self.slot.get() {

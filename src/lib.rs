@@ -9,6 +9,7 @@
 //! - `handles.rs`: owned Node-API handles (references, deferreds, the
 //!   threadsafe function, native functions);
 //! - `env.rs`: what is kept per Node environment;
+//! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
 //! - `js.rs`: small value helpers.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -21,6 +22,7 @@ mod js;
 mod stream;
 mod turn;
 mod types;
+mod wake;
 
 pub use client::*;
 pub use turn::*;
