@@ -8,10 +8,11 @@ use super::Connection;
 
 pub(super) async fn drain_stderr(conn: Connection, mut stderr: pipe::Receiver) {
     // Small at first (most children write little), larger once a read fills it.
-    let mut buf = vec![0u8; 4 * 1024];
+    let mut buf: Vec<u8> = Vec::with_capacity(4 * 1024);
     let trace_on = conn.inner.options.trace;
     loop {
-        match stderr.read(&mut buf).await {
+        buf.clear();
+        match stderr.read_buf(&mut buf).await {
             Ok(0) => break,
             Ok(n) => {
                 if trace_on {
@@ -20,8 +21,8 @@ pub(super) async fn drain_stderr(conn: Connection, mut stderr: pipe::Receiver) {
                     }
                 }
                 conn.inner.lock().stderr.push(&buf[..n]);
-                if n == buf.len() && buf.len() < 64 * 1024 {
-                    buf = vec![0u8; 64 * 1024];
+                if n == buf.capacity() && buf.capacity() < 64 * 1024 {
+                    buf = Vec::with_capacity(64 * 1024);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

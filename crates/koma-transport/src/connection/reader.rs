@@ -45,17 +45,19 @@ const READ_PAUSE_BELOW: usize = 16 * 1024;
 
 pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) -> ReadEnd {
     let mut splitter = LineSplitter::new();
-    let mut buf = vec![0u8; READ_FIRST];
+    // Read into spare capacity: pages no read reached are never touched.
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
     let trace_on = conn.inner.options.trace;
     let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
     loop {
-        let n = match stdout.read(&mut buf).await {
+        buf.clear();
+        let n = match stdout.read_buf(&mut buf).await {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return ReadEnd::Io(e),
         };
-        let filled = n == buf.len();
+        let filled = n == buf.capacity();
         let mut lines = Vec::new();
         let too_large = splitter
             .feed(
@@ -110,8 +112,8 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
         if pause {
             let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
         }
-        if filled && buf.len() < READ_CHUNK {
-            buf = vec![0u8; READ_CHUNK];
+        if filled && buf.capacity() < READ_CHUNK {
+            buf = Vec::with_capacity(READ_CHUNK);
         }
     }
     match splitter.finish() {
