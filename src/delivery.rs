@@ -48,39 +48,53 @@ pub struct Ctx {
     pub state: RefCell<JsState>,
 }
 
-impl Ctx {
-    /// The connection has something for JavaScript (see `wake.rs`).
-    pub fn woke(&self, js: Js) {
-        // Draining first re-arms the wake-up, whatever happens while delivering.
-        let completions = self.conn.drain();
-        let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+/// The results waiting to be parsed in one wake (of one client or many): one
+/// `JSON.parse` of a joined array settles them all.
+pub type Results = Vec<(Deferred, RawJson)>;
+
+/// Deliver what one wake brought for `ctxs`: each client's completions are
+/// settled (results gathered for one joined `JSON.parse` across all of
+/// them), then each client's events are pumped and its hold updated. A panic
+/// fails the clients of this wake rather than leave their calls hanging.
+pub fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
+    let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut results = Results::new();
+        for ctx in ctxs {
+            // Draining first re-arms the client's wake-up, whatever happens while delivering.
+            let completions = ctx.conn.drain();
             if test_hook("wake") {
                 panic!("KOMA_SDK_TEST_PANIC=wake");
             }
-            self.deliver(js, completions);
-        }));
-        if delivered.is_err() {
-            // Calls removed from the table but not settled were rejected when
-            // their `Deferred` dropped; settle the rest rather than leave them hanging.
-            let _ = js.take_exception();
-            self.fail_all(js, "an internal error (a panic) in @koma/sdk while delivering results");
+            ctx.settle(js, completions, &mut results);
+        }
+        resolve_results(js, env, results);
+        for ctx in ctxs {
+            ctx.pump_events(js);
+            ctx.update_hold(js);
+        }
+    }));
+    if delivered.is_err() {
+        // Calls removed from a table but not settled were rejected when their
+        // `Deferred` dropped; settle the rest rather than leave them hanging.
+        let _ = js.take_exception();
+        for ctx in ctxs {
+            ctx.fail_all(js, "an internal error (a panic) in @koma/sdk while delivering results");
         }
     }
 }
 
-impl Ctx {
-    /// The error of an answer that could not be converted (a Node-API call failed).
-    fn conversion_error(e: &napi::Error) -> KomaError {
-        KomaError::new(
-            ErrorCode::TransportFailure,
-            format!("an internal error in @koma/sdk: the answer could not be converted ({})", e.reason),
-        )
-    }
+/// The error of an answer that could not be converted (a Node-API call failed).
+fn conversion_error(e: &napi::Error) -> KomaError {
+    KomaError::new(
+        ErrorCode::TransportFailure,
+        format!("an internal error in @koma/sdk: the answer could not be converted ({})", e.reason),
+    )
+}
 
-    /// Deliver what one wake drained: settle each completion, then let the
-    /// iterator take ready events.
-    fn deliver(&self, js: Js, completions: Vec<Completion>) {
-        let mut results: Vec<(Deferred, RawJson)> = Vec::new();
+impl Ctx {
+    /// Settle each completion of this client; results are left in `results`
+    /// for the wake's one `JSON.parse`.
+    fn settle(&self, js: Js, completions: Vec<Completion>, results: &mut Results) {
         for c in completions {
             let Some(call) = self.state.borrow_mut().calls.remove(&c.token) else { continue };
             if let Some(a) = call.abort {
@@ -91,11 +105,11 @@ impl Ctx {
                 Outcome::Result(raw) => results.push((deferred, raw)),
                 Outcome::Hello(h) => match self.parse_json(js, h.to_json().as_bytes()) {
                     Ok(v) => deferred.resolve(v),
-                    Err(e) => deferred.reject_with(js, &Self::conversion_error(&e), None),
+                    Err(e) => deferred.reject_with(js, &conversion_error(&e), None),
                 },
                 Outcome::Closed => match js.undefined() {
                     Ok(v) => deferred.resolve(v),
-                    Err(e) => deferred.reject_with(js, &Self::conversion_error(&e), None),
+                    Err(e) => deferred.reject_with(js, &conversion_error(&e), None),
                 },
                 Outcome::Error(e) => {
                     let parse = self.env.json_parse(js).ok();
@@ -103,93 +117,96 @@ impl Ctx {
                 }
             }
         }
-        self.resolve_results(js, results);
-        self.pump_events(js);
-        self.update_hold(js);
-    }
-
-    /// Parse many results with one `JSON.parse` of a joined array; large ones
-    /// alone. A group that cannot be converted is rejected, call by call.
-    fn resolve_results(&self, js: Js, results: Vec<(Deferred, RawJson)>) {
-        const JOIN_LIMIT: usize = 1 << 20;
-        let mut group: Vec<(Deferred, RawJson)> = Vec::new();
-        let mut group_bytes = 0;
-        for (d, raw) in results {
-            let n = raw.range.len();
-            if n > JOIN_LIMIT {
-                self.resolve_group(js, vec![(d, raw)]);
-                continue;
-            }
-            if group_bytes + n > JOIN_LIMIT {
-                self.resolve_group(js, std::mem::take(&mut group));
-                group_bytes = 0;
-            }
-            group_bytes += n;
-            group.push((d, raw));
-        }
-        self.resolve_group(js, group);
-    }
-
-    fn resolve_group(&self, js: Js, mut group: Vec<(Deferred, RawJson)>) {
-        let values: napi::Result<Vec<Value>> = (|| match group.len() {
-            0 => Ok(Vec::new()),
-            1 => {
-                let RawJson { bytes, range, lifts } =
-                    std::mem::replace(&mut group[0].1, RawJson { bytes: Vec::new(), range: 0..0, lifts: Vec::new() });
-                let text = js.string(&bytes[range])?;
-                drop(bytes); // a large result is not held twice while it is parsed
-                let value = self.parse_string(js, text)?;
-                Ok(vec![js.put_lifted(value, lifts)?])
-            }
-            _ => {
-                let mut joined = Vec::with_capacity(group.iter().map(|(_, r)| r.range.len() + 1).sum::<usize>() + 2);
-                joined.push(b'[');
-                for (i, (_, r)) in group.iter().enumerate() {
-                    if i > 0 {
-                        joined.push(b',');
-                    }
-                    joined.extend_from_slice(r.text());
-                }
-                joined.push(b']');
-                let array = self.parse_json(js, &joined)?;
-                let mut values = Vec::with_capacity(group.len());
-                for (i, (_, raw)) in group.iter_mut().enumerate() {
-                    let value = js.element(array, i as u32)?;
-                    values.push(js.put_lifted(value, std::mem::take(&mut raw.lifts))?);
-                }
-                Ok(values)
-            }
-        })();
-        match values {
-            Ok(values) => {
-                for ((d, _), v) in group.into_iter().zip(values) {
-                    d.resolve(v);
-                }
-            }
-            Err(e) => {
-                let _ = js.take_exception();
-                let err = Self::conversion_error(&e);
-                for (d, _) in group {
-                    d.reject_with(js, &err, None);
-                }
-            }
-        }
     }
 
     pub fn parse_json(&self, js: Js, bytes: &[u8]) -> napi::Result<Value> {
-        self.parse_string(js, js.string(bytes)?)
+        parse_json(js, &self.env, bytes)
     }
+}
 
-    /// `JSON.parse` of a JavaScript string.
-    pub fn parse_string(&self, js: Js, text: Value) -> napi::Result<Value> {
-        if test_hook("parse") {
-            return Err(napi::Error::from_reason("KOMA_SDK_TEST_NAPI_FAIL=parse"));
+/// Parse many results with one `JSON.parse` of a joined array; large ones
+/// alone. A group that cannot be converted is rejected, call by call.
+fn resolve_results(js: Js, env: &EnvData, results: Results) {
+    const JOIN_LIMIT: usize = 1 << 20;
+    let mut group: Results = Vec::new();
+    let mut group_bytes = 0;
+    for (d, raw) in results {
+        let n = raw.range.len();
+        if n > JOIN_LIMIT {
+            resolve_group(js, env, vec![(d, raw)]);
+            continue;
         }
-        let parse = self.env.json_parse(js)?;
-        let undefined = js.undefined()?;
-        js.call(parse, undefined, &[text])
+        if group_bytes + n > JOIN_LIMIT {
+            resolve_group(js, env, std::mem::take(&mut group));
+            group_bytes = 0;
+        }
+        group_bytes += n;
+        group.push((d, raw));
     }
+    resolve_group(js, env, group);
+}
 
+fn resolve_group(js: Js, env: &EnvData, mut group: Results) {
+    let values: napi::Result<Vec<Value>> = (|| match group.len() {
+        0 => Ok(Vec::new()),
+        1 => {
+            let RawJson { bytes, range, lifts } =
+                std::mem::replace(&mut group[0].1, RawJson { bytes: Vec::new(), range: 0..0, lifts: Vec::new() });
+            let text = js.string(&bytes[range])?;
+            drop(bytes); // a large result is not held twice while it is parsed
+            let value = parse_string(js, env, text)?;
+            Ok(vec![js.put_lifted(value, lifts)?])
+        }
+        _ => {
+            let mut joined = Vec::with_capacity(group.iter().map(|(_, r)| r.range.len() + 1).sum::<usize>() + 2);
+            joined.push(b'[');
+            for (i, (_, r)) in group.iter().enumerate() {
+                if i > 0 {
+                    joined.push(b',');
+                }
+                joined.extend_from_slice(r.text());
+            }
+            joined.push(b']');
+            let array = parse_json(js, env, &joined)?;
+            let mut values = Vec::with_capacity(group.len());
+            for (i, (_, raw)) in group.iter_mut().enumerate() {
+                let value = js.element(array, i as u32)?;
+                values.push(js.put_lifted(value, std::mem::take(&mut raw.lifts))?);
+            }
+            Ok(values)
+        }
+    })();
+    match values {
+        Ok(values) => {
+            for ((d, _), v) in group.into_iter().zip(values) {
+                d.resolve(v);
+            }
+        }
+        Err(e) => {
+            let _ = js.take_exception();
+            let err = conversion_error(&e);
+            for (d, _) in group {
+                d.reject_with(js, &err, None);
+            }
+        }
+    }
+}
+
+fn parse_json(js: Js, env: &EnvData, bytes: &[u8]) -> napi::Result<Value> {
+    parse_string(js, env, js.string(bytes)?)
+}
+
+/// `JSON.parse` of a JavaScript string.
+fn parse_string(js: Js, env: &EnvData, text: Value) -> napi::Result<Value> {
+    if test_hook("parse") {
+        return Err(napi::Error::from_reason("KOMA_SDK_TEST_NAPI_FAIL=parse"));
+    }
+    let parse = env.json_parse(js)?;
+    let undefined = js.undefined()?;
+    js.call(parse, undefined, &[text])
+}
+
+impl Ctx {
     /// Reference the wake-up and the client object while anything is outstanding.
     pub fn update_hold(&self, js: Js) {
         let mut st = self.state.borrow_mut();

@@ -29,11 +29,13 @@ struct Clients {
 impl WakeTarget for Clients {
     fn woke(&self, js: Js) {
         let ids = std::mem::take(&mut *self.ready.0.lock().unwrap_or_else(|p| p.into_inner()));
-        for id in ids {
-            let ctx = self.by_id.borrow().get(&id).and_then(Weak::upgrade);
-            if let Some(ctx) = ctx {
-                ctx.woke(js);
-            }
+        let ctxs: Vec<Rc<Ctx>> = {
+            let by_id = self.by_id.borrow();
+            ids.iter().filter_map(|id| by_id.get(id).and_then(Weak::upgrade)).collect()
+        };
+        if let Some(first) = ctxs.first() {
+            let env = first.env.clone();
+            crate::delivery::deliver(js, &env, &ctxs);
         }
     }
 }
