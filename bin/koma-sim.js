@@ -14,9 +14,13 @@ try {
   process.exit(1);
 }
 
-const child = spawn(path, process.argv.slice(2), { stdio: "inherit" });
+// The handlers first: a signal that comes as soon as koma-sim has started
+// (before this script's next line, on a busy machine) must reach it too.
+// They run on the event loop, after `child` is set.
 const forwarded = ["SIGINT", "SIGTERM", "SIGHUP"];
+let child;
 for (const signal of forwarded) process.on(signal, () => child.kill(signal));
+child = spawn(path, process.argv.slice(2), { stdio: "inherit" });
 child.on("error", (err) => {
   console.error(`koma-sim: cannot run ${path}: ${err.message}`);
   process.exit(1);

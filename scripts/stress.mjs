@@ -25,8 +25,17 @@ for (let i = 1; i <= rounds; i++) {
   console.log(`round ${i}/${rounds}: ${r.pass}/${r.tests} passed, ${r.fail} failed (${secs} s)`);
   if (!r.ok) {
     failed++;
-    const failures = r.output.split("\n").filter((l) => /^\s*not ok /.test(l) || /^\s+(error|message|code):/.test(l));
-    console.log(failures.slice(0, 40).join("\n"));
+    // Each failing test's report: from its "not ok" line to the end of its block.
+    const lines = r.output.split("\n");
+    const shown = [];
+    for (let i = 0; i < lines.length; i++) {
+      if (!/^\s*not ok /.test(lines[i])) continue;
+      for (let j = i; j < lines.length && j < i + 60; j++) {
+        shown.push(lines[j]);
+        if (j > i && /^\s*\.\.\.$/.test(lines[j])) break;
+      }
+    }
+    console.log(shown.slice(0, 200).join("\n"));
   }
 }
 stopLoops();

@@ -102,8 +102,8 @@ async fn supervise(conn: Connection) {
         };
         process.signal_group(libc::SIGKILL); // what is left of its group
         process.reap();
-        process.group_gone(GROUP_GRACE).await;
         conn.exited(info);
+        process.group_gone(GROUP_GRACE).await;
     };
     // stdout: read to its end (cut if something outside the group still holds it).
     let stdout_part = async {
