@@ -5,8 +5,9 @@
 // its binaries), and install tarballs offline into an empty folder and run a
 // turn there.
 //
-// Only readTargets() needs the dev dependencies (@napi-rs/cli); the rest uses
-// Node's built-ins and npm, so `--install` also runs in a bare Node container.
+// Everything here uses Node's built-ins and npm only (the release runs on
+// every Node the package supports, 20.4 included, and `--install` in a bare
+// Node container).
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,9 +18,24 @@ import { gunzipSync } from "node:zlib";
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
+/**
+ * A Rust target triple in napi-rs's names (what `parseTriple` of @napi-rs/cli
+ * gives, which needs a newer Node than this package supports): cpu, os, and
+ * the C library or ABI where the triple names one.
+ */
+export function parseTriple(triple) {
+  const parts = triple.split("-");
+  const cpus = { x86_64: "x64", aarch64: "arm64", i686: "ia32", armv7: "arm", riscv64gc: "riscv64", powerpc64le: "ppc64", s390x: "s390x" };
+  const arch = cpus[parts[0]];
+  const system = parts[2];
+  const platform = { linux: "linux", darwin: "darwin", windows: "win32", freebsd: "freebsd", android: "android" }[system];
+  if (!arch || !platform) throw new Error(`a target this script does not know: ${triple}`);
+  const abi = parts[3] === "gnu" || parts[3] === "musl" || parts[3] === "msvc" || parts[3] === "gnueabihf" ? parts[3] : null;
+  return { triple, platformArchABI: [platform, arch, abi].filter(Boolean).join("-"), platform, arch, abi };
+}
+
 /** The napi targets of package.json, each with napi-rs's own names for it. */
 export async function readTargets() {
-  const { parseTriple } = await import("@napi-rs/cli");
   const { napi } = rootManifest();
   return napi.targets.map((triple) => {
     const t = parseTriple(triple);
