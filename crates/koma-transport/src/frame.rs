@@ -249,6 +249,9 @@ pub fn check_object_text(line: &[u8]) -> Result<&str, Violation> {
 
 /// Classify one line (terminator removed).
 pub fn classify(line: &[u8]) -> Result<Frame, Violation> {
+    if let Some(frame) = classify_event_fast(line) {
+        return Ok(frame);
+    }
     let text = check_object_text(line)?;
     let frame: WireFrame<'_> = serde_json::from_str(text)
         .map_err(|e| Violation::new(format!("a stdout line is not one complete JSON object ({})", e), line))?;
@@ -264,8 +267,13 @@ pub fn classify(line: &[u8]) -> Result<Frame, Violation> {
                 .and_then(|raw| parse_positive_integer(raw.get()))
                 .ok_or_else(|| Violation::new("an event without a positive integer seq", line))?;
             let name = match frame.name {
-                Some(raw) => serde_json::from_str::<Cow<'_, str>>(raw.get())
-                    .map_err(|_| Violation::new("an event whose name is not a string", line))?,
+                // Borrowed when it has no escape (serde's `Cow` would always copy).
+                Some(raw) => match serde_json::from_str::<&str>(raw.get()) {
+                    Ok(name) => Cow::Borrowed(name),
+                    Err(_) => serde_json::from_str::<String>(raw.get())
+                        .map(Cow::Owned)
+                        .map_err(|_| Violation::new("an event whose name is not a string", line))?,
+                },
                 None => return Err(Violation::new("an event without a name", line)),
             };
             let name = EVENT_CATALOG.iter().copied().find(|n| *n == name);
@@ -295,6 +303,45 @@ pub fn classify(line: &[u8]) -> Result<Frame, Violation> {
     }
 }
 
+/// The fast path for the common event frame, as koma writes it (compact,
+/// in this key order): `{"type":"event","seq":N,"name":"NAME","data":DATA}`.
+/// It reads the fixed parts by position and validates only `data` (its
+/// UTF-8 and its JSON), where the full path parses the whole object with
+/// serde. It gives the same frame as the full path, or `None` (anything else:
+/// another shape, an escape in the name, a violation), and the full path then
+/// decides, with its exact messages.
+fn classify_event_fast(line: &[u8]) -> Option<Frame> {
+    const PREFIX: &[u8] = b"{\"type\":\"event\",\"seq\":";
+    let rest = line.strip_prefix(PREFIX)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 || rest[0] == b'0' {
+        return None;
+    }
+    let mut seq: u64 = 0;
+    for &d in &rest[..digits] {
+        seq = seq.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    let rest = rest[digits..].strip_prefix(b",\"name\":\"")?;
+    let quote = memchr::memchr(b'"', rest)?;
+    let name = &rest[..quote];
+    if name.iter().any(|&b| b == b'\\' || !(0x20..0x80).contains(&b)) {
+        return None;
+    }
+    let rest = rest[quote + 1..].strip_prefix(b",\"data\":")?;
+    let data = rest.strip_suffix(b"}")?;
+    // Nested 127 deep, `data` would pass alone but not as a member of the
+    // frame (serde's depth limit of 128): that takes 127 opening brackets
+    // and their 127 closing ones, so a shorter `data` cannot be that deep.
+    if data.len() >= 254 && data.iter().map(|&b| usize::from(b == b'[' || b == b'{')).sum::<usize>() >= 127 {
+        return None;
+    }
+    let text = std::str::from_utf8(data).ok()?;
+    serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+    let start = line.len() - 1 - data.len();
+    let name = EVENT_CATALOG.iter().copied().find(|n| n.as_bytes() == name);
+    Some(Frame::Event { seq, name, data: start..start + data.len() })
+}
+
 fn parse_remote_error(text: &str) -> Option<crate::error::RemoteError> {
     #[derive(Deserialize)]
     struct E<'a> {
@@ -313,6 +360,70 @@ pub fn parse_positive_integer(text: &str) -> Option<u64> {
         return None;
     }
     text.parse::<u64>().ok()
+}
+
+#[cfg(test)]
+mod fast_path {
+    use super::*;
+
+    /// The full path alone (what `classify` does when the fast path declines).
+    fn full(line: &[u8]) -> Result<Frame, Violation> {
+        let text = check_object_text(line)?;
+        let _ = text;
+        // Prefix the line with a space: the fast path declines it, the full path ignores it.
+        let mut spaced = b" ".to_vec();
+        spaced.extend_from_slice(line);
+        classify(&spaced).map(|f| match f {
+            Frame::Event { seq, name, data } => Frame::Event { seq, name, data: data.start - 1..data.end - 1 },
+            other => other,
+        })
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_full_one() {
+        let deep = format!("{}{}", "[".repeat(127), "]".repeat(127));
+        let deeper = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        let datas = [
+            r#"{"turn":"t","text":"hi"}"#.to_owned(),
+            r#"{"turn":"t","text":"a \"quoted\" \u00e9 é"}"#.to_owned(),
+            r#"{}"#.to_owned(),
+            r#"null"#.to_owned(),
+            r#"[1,2,{"a":[true,false]}]"#.to_owned(),
+            r#"{"a":1}}"#.to_owned(),
+            r#"{"a":1"#.to_owned(),
+            r#"{"a":1},"extra":2"#.to_owned(),
+            r#"{"a":"\x"}"#.to_owned(),
+            "{\"a\":\"\u{7}\"}".to_owned(),
+            deep.clone(),
+            deeper.clone(),
+            format!("{{\"k\":{deep}}}"),
+        ];
+        for name in ["output", "state", "mystery", "out\\u0070ut", ""] {
+            for seq in ["1", "42", "0", "01", "18446744073709551615", "18446744073709551616", "-1", "1.5"] {
+                for data in &datas {
+                    let line = format!(r#"{{"type":"event","seq":{seq},"name":"{name}","data":{data}}}"#);
+                    let line = line.as_bytes();
+                    let (got, want) = (classify(line), full(line));
+                    match (&got, &want) {
+                        (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", String::from_utf8_lossy(line)),
+                        (Err(_), Err(_)) => {}
+                        _ => panic!("{}: fast {got:?}, full {want:?}", String::from_utf8_lossy(line)),
+                    }
+                    if classify_event_fast(line).is_some() {
+                        assert!(
+                            want.is_ok(),
+                            "the fast path accepted what the full path refuses: {}",
+                            String::from_utf8_lossy(line)
+                        );
+                    }
+                }
+            }
+        }
+        let mut bad_utf8 = br#"{"type":"event","seq":3,"name":"output","data":{"text":"#.to_vec();
+        bad_utf8.extend_from_slice(&[b'"', 0xFF, b'"', b'}', b'}']);
+        assert!(classify_event_fast(&bad_utf8).is_none());
+        assert!(classify(&bad_utf8).is_err());
+    }
 }
 
 #[cfg(test)]
