@@ -382,32 +382,32 @@ const WORKLOADS = [
     size: (p) => `${p.small.total.toLocaleString("en")} events`,
     run: (side, p) => runInProcess(side, eventsWorkload, p.small), warm: (side) => runInProcess(side, eventsWorkload, WARM.small),
     floor: (p) => p.small,
-    kind: "rate", goal: 1.5, cpuGoal: 0.4,
+    kind: "rate", goal: 2.5, cpuGoal: 0.4,
   },
   {
     key: "w2", name: "64 KiB events (16/window)", unit: "event",
     size: (p) => `${p.big.total.toLocaleString("en")} events`,
     run: (side, p) => runInProcess(side, eventsWorkload, p.big), warm: (side) => runInProcess(side, eventsWorkload, WARM.big),
     floor: (p) => p.big,
-    kind: "rate", goal: 1.8,
+    kind: "rate", goal: 2.5,
   },
   {
     key: "w3", name: "sequential state()", unit: "round trip",
     size: (p) => `${p.seq.n.toLocaleString("en")} round trips`,
     run: (side, p) => runInProcess(side, sequentialWorkload, p.seq), warm: (side) => runInProcess(side, sequentialWorkload, WARM.seq),
-    kind: "rate", goal: 1.0,
+    kind: "rate", goal: 1.3,
   },
   {
     key: "w4", name: "state(), 64 in flight", unit: "round trip",
     size: (p) => `${p.inflight.n.toLocaleString("en")} round trips`,
     run: (side, p) => runInProcess(side, inflightWorkload, p.inflight), warm: (side) => runInProcess(side, inflightWorkload, WARM.inflight),
-    kind: "rate", goal: 1.0,
+    kind: "rate", goal: 2.0,
   },
   {
     key: "w5", name: "one big response (fresh process each)",
     size: (p) => `frame ${(p.blob.bytes + BLOB_OVERHEAD - 1).toLocaleString("en")} B`,
     run: (side, p) => runBlobChild(side, p.blob), warm: null,
-    kind: "blob", goal: 1.2, rssGoal: 2.5,
+    kind: "blob", goal: 2.0, rssGoal: 1.1,
   },
   {
     key: "w6", name: "steady stream, main-thread busy", unit: "event",
@@ -415,7 +415,7 @@ const WORKLOADS = [
     run: (side, p) => runInProcess(side, steadyWorkload, p.steady), warm: (side) => runInProcess(side, steadyWorkload, WARM.steady),
     // The floor of a stream: its events in windows of one request's size; its busy share = floor time / the stream's duration.
     floor: (p) => ({ count: p.steady.perRequest, bytes: p.steady.bytes, total: Math.round(p.steady.rate * p.steady.seconds) }),
-    kind: "elu", goal: 0.6,
+    kind: "elu", goal: 0.35,
   },
 ];
 
@@ -450,8 +450,8 @@ function summarize(w, runs, floorRuns) {
     if (w.key === "w2") {
       row.cells = [a, j, l].map((xs, i) => `${fmtRate([ra, rj, rl][i])} (${med(xs, (r) => r.mbps).toFixed(0)} MB/s)`);
     }
-    row.goalText = `≥ ${w.goal.toFixed(1)}×`;
-    met.push(["rate", row.ratio >= w.goal]);
+    row.goalText = `≥ ${w.goal.toFixed(1)}× both peers`;
+    met.push(["rate", Math.min(row.ratio, row.ratioRl) >= w.goal]);
     if (floor) {
       row.floorCell = `${fmtRate(floor.rate)}, ${fmtUs(floor.cpuPerUnit)} µs/${w.unit} (${floor.way})`;
       row.ofFloor = ra / floor.rate;
@@ -463,16 +463,16 @@ function summarize(w, runs, floorRuns) {
     row.ratio = tj / ta;
     row.ratioRl = tl / ta;
     row.cells = [[ta, ga], [tj, gj], [tl, gl]].map(([t, g]) => `${fmtS(t)}, RSS +${fmtMiB(g)} (${fmtX(g / frame)} frame)`);
-    row.goalText = `≥ ${w.goal.toFixed(1)}×, RSS ≤ ${w.rssGoal}× frame`;
-    met.push(["time", row.ratio >= w.goal], ["RSS", ga / frame <= w.rssGoal]);
+    row.goalText = `≥ ${w.goal.toFixed(1)}× both peers, RSS ≤ ${w.rssGoal}× frame`;
+    met.push(["time", Math.min(row.ratio, row.ratioRl) >= w.goal], ["RSS", ga / frame <= w.rssGoal]);
   } else {
     const [ea, ej, el] = [a, j, l].map((xs) => med(xs, (r) => r.elu));
     const over = (xs) => xs.reduce((s, r) => s + (r.overflows ?? 0), 0);
     row.ratio = ea / ej;
     row.ratioRl = ea / el;
     row.cells = [[a, ea], [j, ej], [l, el]].map(([xs, e]) => `busy ${(e * 100).toFixed(1)}% at ${fmtRate(med(xs, (r) => r.rate))}, ${over(xs)} overflow(s)`);
-    row.goalText = `≤ ${w.goal.toFixed(1)}× of pure JS, no overflow`;
-    met.push(["busy", row.ratio <= w.goal && over(a) === 0]);
+    row.goalText = `≤ ${w.goal.toFixed(2)}× of both peers, no overflow`;
+    met.push(["busy", Math.max(row.ratio, row.ratioRl) <= w.goal && over(a) === 0]);
     row.ratioText = `${fmtX(row.ratio)} busy`;
     row.ratioRlText = `${fmtX(row.ratioRl)} busy`;
     if (floor) {
