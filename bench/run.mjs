@@ -589,6 +589,10 @@ function summarizeScale(want, n, runs, all) {
     const goal = SCALE_RPS_GOAL_N.includes(n);
     rows.push([nCell, `requests/s across all clients (${per ? fmtN(per) : "?"} state() calls, ${P.scale.depth} in flight per client)`, fmtRate(qa), fmtRate(qj), fmtX(qa / qj),
       goal ? "≥ 1.2×" : "–", goal ? yes(qa / qj >= 1.2) : ""]);
+    const [ca, cj] = [a, j].map((xs) => med(xs, (r) => r.reqCpuSelf));
+    const [sa, sj] = [a, j].map((xs) => med(xs, (r) => r.reqCpuSims));
+    const us = (x) => (Number.isFinite(x) ? `${(x * 1e6).toFixed(1)} µs` : "n/a");
+    rows.push([nCell, "CPU per request in that phase: this process (the koma-sims)", `${us(ca)} (${us(sa)})`, `${us(cj)} (${us(sj)})`, fmtX(ca / cj), "–", ""]);
   }
   // after close: every run, the failed ones too
   {

@@ -13,7 +13,8 @@
 //     not in it (another process; the same sim for every side);
 //   - requests per second across all clients: every client makes `perClient`
 //     state() calls, `depth` at a time, all clients at once; answered / wall
-//     time;
+//     time; and the CPU of that phase per request, this process's and all the
+//     koma-sims' (on a saturated machine the rate goes with their sum);
 //   - after close() of all N (at once): the child processes of this process
 //     (zombies included) and its open descriptors, against the same counts
 //     taken before the run. A child or a descriptor over the baseline is a
@@ -23,7 +24,7 @@
 // addon's runtime) is in the baseline of RSS, descriptors and threads left.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { SIDE_NAME, root, childProcesses, fdCount, gc, makeClient, procStatus, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
+import { SIDE_NAME, root, childProcesses, fdCount, gc, makeClient, procStatus, processCpuFine, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
 
 function withTimeout(promise, ms, what) {
   let timer;
@@ -93,11 +94,18 @@ export async function scaleRun(side, n, { perClient, depth, cold }) {
       };
       await Promise.all(Array.from({ length: Math.min(depth, perClient) }, worker));
     };
+    const pids = clients.map((c) => c.pid);
+    const sims = () => pids.reduce((sum, p) => sum + processCpuFine(p), 0);
+    // This process's reading is the innermost, so reading the sims' is not counted in it.
+    const c1 = { sims: sims(), self: processCpuFine(process.pid) };
     const t1 = performance.now();
     await withTimeout(Promise.all(clients.map(one)), 30_000 + n * 100, `${n * perClient} requests`);
     r.reqSeconds = (performance.now() - t1) / 1000;
+    const c2 = { self: processCpuFine(process.pid), sims: sims() };
     r.requests = answered;
     r.reqRate = answered / r.reqSeconds;
+    r.reqCpuSelf = (c2.self - c1.self) / answered;
+    r.reqCpuSims = (c2.sims - c1.sims) / answered;
     if (answered !== n * perClient || wrong !== 0) problem(`${answered} of ${n * perClient} state() answered idle, ${wrong} otherwise`);
   } catch (e) {
     problem(`${e.code ?? "error"}: ${e.message}`);
@@ -153,7 +161,7 @@ export function fmtScaleRun(r) {
   if (Number.isFinite(r.threadsAdded)) parts.push(`threads +${r.threadsAdded}${r.threadsWhich ? ` (${r.threadsWhich})` : ""}, +${r.threadsOverWarm} over the warm-up`);
   if (Number.isFinite(r.fdsOpen)) parts.push(`fds +${r.fdsOpen}`);
   if (Number.isFinite(r.rssPerClient)) parts.push(`RSS ${kib(r.rssPerClient)}/idle client${r.simRss ? ` (not counted: koma-sim ${(r.simRss / 1048576).toFixed(1)} MiB, ${r.simThreads} threads each)` : ""}`);
-  if (Number.isFinite(r.reqRate)) parts.push(`${(r.reqRate / 1000).toFixed(1)} k req/s (${r.requests} in ${r.reqSeconds.toFixed(2)} s)`);
+  if (Number.isFinite(r.reqRate)) parts.push(`${(r.reqRate / 1000).toFixed(1)} k req/s (${r.requests} in ${r.reqSeconds.toFixed(2)} s; CPU per request ${(r.reqCpuSelf * 1e6).toFixed(1)} µs here, ${(r.reqCpuSims * 1e6).toFixed(1)} µs koma-sims)`);
   if (!Number.isFinite(r.closeMs)) return `${SIDE_NAME[r.side].padEnd(7)} N=${r.n}: ${parts.join(", ")}`;
   parts.push(`close ${r.closeMs.toFixed(0)} ms: ${r.childrenLeft} children left, fds ${r.fdsOver >= 0 ? "+" : ""}${r.fdsOver} and threads ${r.threadsOver >= 0 ? "+" : ""}${r.threadsOver} vs before`);
   return `${SIDE_NAME[r.side].padEnd(7)} N=${r.n}: ${parts.join(", ")}`;
