@@ -9,7 +9,10 @@
 //     `for await (const line of readline.createInterface(...))`.
 // Event workloads also get their floor (bench/floor.mjs): the same events
 // already in memory, turned into the iterator's objects by the cheapest
-// JavaScript. The scale workload (bench/scale.mjs) runs many clients at once,
+// JavaScript. Round-trip workloads get theirs from bench/rt-floor.mjs: the
+// same state() round trips by one thread blocking in read and write on
+// koma-sim's pipes. The peer alone (koma-sim answering every request written
+// at once) is the ceiling of every client here. The scale workload (bench/scale.mjs) runs many clients at once,
 // addon and pure JS alternating.
 //
 //   node bench/run.mjs            the real run (w1–w6 a few minutes; scale
@@ -26,7 +29,7 @@ import { readFileSync, readdirSync, statSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { SIDES, SIDE_NAME, SIM, childCpu, gc, makeClient, root, simEnv, threadCpu, threadDelta } from "./common.mjs";
-import { WAYS, captureEvents, runFloor } from "./floor.mjs";
+import { captureEvents, runFloor } from "./floor.mjs";
 import { fmtScaleRun, scaleCapacity, scaleInChild } from "./scale.mjs";
 
 const argv = process.argv.slice(2);
@@ -319,13 +322,28 @@ function runBlobChild(side, { bytes }) {
 }
 
 /** The peer alone: koma-sim writing the workload into `cat > /dev/null`. */
-function peerRate({ count, bytes, total }) {
+async function peerRate({ count, bytes, total }) {
   const windows = Math.ceil(total / count);
   let input = "";
   for (let i = 1; i <= windows; i++) {
     input += `{"id":"${i}","method":"bench_events","params":{"count":${count},"bytes":${bytes}}}\n`;
   }
   input += `{"id":"${windows + 1}","method":"detach","params":{}}\n`;
+  const seconds = await peerSeconds(input);
+  return { seconds, rate: (windows * count) / seconds, mbps: (windows * count * bytes) / seconds / 1e6 };
+}
+
+/** The peer alone answering `n` state() requests written all at once: no client answers faster. */
+async function peerStateRate(n) {
+  let input = "";
+  for (let i = 1; i <= n; i++) input += `{"id":"${i}","method":"state","params":{}}\n`;
+  input += `{"id":"${n + 1}","method":"detach","params":{}}\n`;
+  const seconds = await peerSeconds(input);
+  return { seconds, rate: n / seconds };
+}
+
+/** How long koma-sim takes to answer `input` (all of it written at once) into `cat > /dev/null`. */
+function peerSeconds(input) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const sh = spawn("sh", ["-c", '"$0" sdk serve | cat > /dev/null', SIM], {
@@ -336,9 +354,36 @@ function peerRate({ count, bytes, total }) {
     sh.on("close", (code) => {
       const seconds = (performance.now() - t0) / 1000;
       if (code !== 0) reject(new Error(`the peer pipeline exited ${code}`));
-      else resolve({ seconds, rate: (windows * count) / seconds, mbps: (windows * count * bytes) / seconds / 1e6 });
+      else resolve(seconds);
     });
     sh.stdin.end(input);
+  });
+}
+
+/**
+ * The floor of a round-trip workload (bench/rt-floor.mjs, in a fresh process,
+ * killed if koma-sim stops answering), as a floor run: `events` are its round trips.
+ */
+function runRtFloor(args) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, "bench", "rt-floor.mjs"), ...args.map(String)], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), SMOKE ? 30_000 : 120_000);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      let r;
+      try {
+        r = JSON.parse(out.trim().split("\n").pop());
+      } catch {
+        r = { ok: false, detail: `rt-floor ended (${signal ?? code}): ${err.slice(-500)}` };
+      }
+      resolve({ ...r, ok: !!r.ok && code === 0, way: "blocking, one thread", events: r.units });
+    });
   });
 }
 
@@ -395,12 +440,14 @@ const WORKLOADS = [
     key: "w3", name: "sequential state()", unit: "round trip",
     size: (p) => `${p.seq.n.toLocaleString("en")} round trips`,
     run: (side, p) => runInProcess(side, sequentialWorkload, p.seq), warm: (side) => runInProcess(side, sequentialWorkload, WARM.seq),
+    rtFloor: (p) => ["seq", p.seq.n],
     kind: "rate", goal: 1.3,
   },
   {
     key: "w4", name: "state(), 64 in flight", unit: "round trip",
     size: (p) => `${p.inflight.n.toLocaleString("en")} round trips`,
     run: (side, p) => runInProcess(side, inflightWorkload, p.inflight), warm: (side) => runInProcess(side, inflightWorkload, WARM.inflight),
+    rtFloor: (p) => ["inflight", p.inflight.n, p.inflight.depth],
     kind: "rate", goal: 2.0,
   },
   {
@@ -425,7 +472,7 @@ const fmtUs = (s) => (Number.isFinite(s) ? (s * 1e6 >= 100 ? (s * 1e6).toFixed(0
 function floorOf(floorRuns) {
   if (!floorRuns.length) return null;
   let best = null;
-  for (const way of Object.keys(WAYS)) {
+  for (const way of new Set(floorRuns.map((r) => r.way))) {
     const rs = floorRuns.filter((r) => r.way === way);
     if (!rs.length) continue;
     const m = { way, seconds: median(rs.map((r) => r.seconds)), rate: median(rs.map((r) => r.rate)), cpuPerUnit: median(rs.map((r) => r.cpuSelf / r.events)) };
@@ -446,6 +493,7 @@ function summarize(w, runs, floorRuns) {
     const [ra, rj, rl] = [a, j, l].map((xs) => med(xs, (r) => r.rate));
     row.ratio = ra / rj;
     row.ratioRl = ra / rl;
+    row.rj = rj;
     row.cells = [fmtRate(ra), fmtRate(rj), fmtRate(rl)];
     if (w.key === "w2") {
       row.cells = [a, j, l].map((xs, i) => `${fmtRate([ra, rj, rl][i])} (${med(xs, (r) => r.mbps).toFixed(0)} MB/s)`);
@@ -453,7 +501,7 @@ function summarize(w, runs, floorRuns) {
     row.goalText = `≥ ${w.goal.toFixed(1)}× both peers`;
     met.push(["rate", Math.min(row.ratio, row.ratioRl) >= w.goal]);
     if (floor) {
-      row.floorCell = `${fmtRate(floor.rate)}, ${fmtUs(floor.cpuPerUnit)} µs/${w.unit} (${floor.way})`;
+      row.floorCell = `${fmtRate(floor.rate)} (${fmtX(floor.rate / rj)} pure JS), ${fmtUs(floor.cpuPerUnit)} µs/${w.unit} (${floor.way})`;
       row.ofFloor = ra / floor.rate;
     }
   } else if (w.kind === "blob") {
@@ -477,7 +525,7 @@ function summarize(w, runs, floorRuns) {
     row.ratioRlText = `${fmtX(row.ratioRl)} busy`;
     if (floor) {
       const busy = floor.seconds / P.steady.seconds;
-      row.floorCell = `busy ${(busy * 100).toFixed(1)}%, ${fmtUs(floor.cpuPerUnit)} µs/${w.unit} (${floor.way})`;
+      row.floorCell = `busy ${(busy * 100).toFixed(1)}% (${fmtX(busy / ej)} pure JS), ${fmtUs(floor.cpuPerUnit)} µs/${w.unit} (${floor.way})`;
       row.ofFloor = busy / ea; // the floor's cost over the addon's: 1 = at the floor
     }
   }
@@ -502,6 +550,15 @@ function summarize(w, runs, floorRuns) {
   return row;
 }
 
+/** The peer-alone figures that were measured. */
+function peerText(peer) {
+  const parts = [];
+  if (peer.small) parts.push(`small events ${fmtRate(peer.small.rate)} (${peer.small.mbps.toFixed(0)} MB/s)`);
+  if (peer.big) parts.push(`64 KiB events ${fmtRate(peer.big.rate)} (${peer.big.mbps.toFixed(0)} MB/s)`);
+  if (peer.state) parts.push(`state() answers ${fmtRate(peer.state.rate)}`);
+  return parts.join(", ");
+}
+
 function printTable(rows, peer) {
   const head = ["workload", "size", "addon (median)", "pure JS (median)", "readline (median)", "addon/pure JS", "addon/readline",
     "floor", "addon/floor", "CPU µs per unit, all threads: addon · pure JS · readline (koma-sim)", "CPU/unit addon/pure JS", "goal", "",
@@ -521,15 +578,19 @@ function printTable(rows, peer) {
     for (const row of b) console.log(line(row));
   }
   console.log("\nThroughput ratios are addon / peer (above 1: the addon is faster); busy and CPU ratios are addon / peer (below 1: the addon is less busy).");
-  console.log("floor: the same events already in memory, turned into {type, seq, name, data} by the fastest of a few plain JavaScript ways");
-  console.log("(bench/floor.mjs; no pipe, no checks, no iterator, one thread); addon/floor: the addon's rate over the floor's (for the stream, the");
-  console.log("floor's busy share over the addon's): 1 = at the floor, above 1 = past what JavaScript alone can do on this thread.");
+  console.log("floor of the events: the same events already in memory, turned into {type, seq, name, data} by the fastest of a few plain");
+  console.log("JavaScript ways (bench/floor.mjs; no pipe, no checks, no iterator, one thread). Floor of the round trips: the same round trips");
+  console.log("by one thread blocking in read and write on koma-sim's pipes (bench/rt-floor.mjs; no event loop, no thread hop, no promise).");
+  console.log("addon/floor: the addon's rate over the floor's (for the stream, the floor's busy share over the addon's): 1 = at the floor,");
+  console.log("above 1 = past what one JavaScript thread alone can do.");
   console.log("CPU µs per unit: this process's user+sys, all threads, per event or round trip; koma-sim's apart (sim).");
   console.log("CPU s: this process's user+sys during the timed part (JS = main thread, io = the addon's koma-io");
   console.log("threads, other = the rest: V8 GC helpers, libuv), + sim = the koma-sim child; medians of the runs.");
-  if (peer) {
-    console.log(`\nThe peer alone (koma-sim sdk serve | cat > /dev/null): small events ${fmtRate(peer.small.rate)} (${peer.small.mbps.toFixed(0)} MB/s), 64 KiB events ${fmtRate(peer.big.rate)} (${peer.big.mbps.toFixed(0)} MB/s).`);
-  }
+  const w4 = rows.find((r) => r.key === "w4");
+  const peerLine = Object.keys(peer).length
+    ? `${peerText(peer)}${peer.state && w4 ? ` (${fmtX(peer.state.rate / w4.rj)} the pure-JS client's rate with 64 in flight)` : ""}`
+    : "";
+  if (peerLine) console.log(`\nThe peer alone (koma-sim sdk serve | cat > /dev/null, every request written at once): ${peerLine}.`);
   console.log("\n### Markdown\n");
   const mdHead = ["Workload", "Size", "Addon (median)", "Pure JS (median)", "Readline (median)", "Addon / pure JS", "Addon / readline",
     "Floor", "Addon / floor", "CPU µs per unit: addon · pure JS · readline (koma-sim)", "CPU per unit, addon / pure JS", "Goal", "Met",
@@ -538,9 +599,7 @@ function printTable(rows, peer) {
   console.log(`| ${mdHead.join(" | ")} |`);
   console.log(`|${mdHead.map((h, i) => (right.has(i) ? "---:" : "---")).join("|")}|`);
   for (const b of body) console.log(`| ${b.map((c) => String(c).replace(/\|/g, "\\|")).join(" | ")} |`);
-  if (peer) {
-    console.log(`\nPeer alone (\`koma-sim sdk serve | cat > /dev/null\`): small events ${fmtRate(peer.small.rate)}, 64 KiB events ${fmtRate(peer.big.rate)}.`);
-  }
+  if (peerLine) console.log(`\nPeer alone (\`koma-sim sdk serve | cat > /dev/null\`, every request written at once): ${peerLine}.`);
 }
 
 // ------------------------------------------------------------------ scale
@@ -730,22 +789,24 @@ async function main() {
   console.log(`addon: ${build.text}`);
   console.log(`koma-sdk benchmark${SMOKE ? " (smoke: tiny counts, no timing asserted)" : ""}: node ${process.version}, ${cpus().length} CPU(s), load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}, rounds ${PAIRS} (${SIDES.map((s) => SIDE_NAME[s]).join(", ")})`);
 
-  let peer = null;
-  if (selected("w1") || selected("w2")) {
-    try {
-      const reps = SMOKE ? 1 : 3;
-      const small = [];
-      const big = [];
-      for (let i = 0; i < reps; i++) {
-        small.push(await peerRate(P.small));
-        big.push(await peerRate(P.big));
-      }
-      const best = (xs) => ({ rate: median(xs.map((x) => x.rate)), mbps: median(xs.map((x) => x.mbps)) });
-      peer = { small: best(small), big: best(big) };
-      console.log(`peer alone (koma-sim | cat > /dev/null, median of ${reps}): small events ${fmtRate(peer.small.rate)}, 64 KiB events ${fmtRate(peer.big.rate)} (${peer.big.mbps.toFixed(0)} MB/s)`);
-    } catch (e) {
-      fail(`peer check: ${e.message}`);
+  // The peer alone: what koma-sim does with no client in the way, the
+  // ceiling of every client in this harness.
+  const peer = {};
+  const peerReps = SMOKE ? 1 : 3;
+  const peerMedian = async (measure) => {
+    const xs = [];
+    for (let i = 0; i < peerReps; i++) xs.push(await measure());
+    return { rate: median(xs.map((x) => x.rate)), mbps: median(xs.map((x) => x.mbps)) };
+  };
+  try {
+    if (selected("w1") || selected("w2")) {
+      peer.small = await peerMedian(() => peerRate(P.small));
+      peer.big = await peerMedian(() => peerRate(P.big));
     }
+    if (selected("w3") || selected("w4")) peer.state = await peerMedian(() => peerStateRate(P.inflight.n));
+    if (Object.keys(peer).length) console.log(`peer alone (koma-sim | cat > /dev/null, median of ${peerReps}): ${peerText(peer)}`);
+  } catch (e) {
+    fail(`peer check: ${e.message}`);
   }
 
   const rows = [];
@@ -775,6 +836,7 @@ async function main() {
         if (!r.ok) fail(`${w.key} warm-up ${side}: ${r.detail}`);
       }
     }
+    let rtFloorOn = !!w.rtFloor;
     const runs = { addon: [], js: [], readline: [] };
     for (let i = 0; i < pairs; i++) {
       for (const side of SIDES) {
@@ -796,6 +858,16 @@ async function main() {
         } catch (e) {
           capture = null;
           fail(`${w.key} floor: ${e.message}`);
+        }
+      }
+      if (rtFloorOn) {
+        const r = await runRtFloor(w.rtFloor(P));
+        if (r.ok) {
+          floorRuns.push(r);
+          console.log(`  ${"floor".padEnd(8)} #${i + 1}: ${r.way} ${fmtRate(r.rate)} in ${fmtS(r.seconds)}, ${fmtUs(r.cpuSelf / r.events)} µs/${w.unit} + sim ${fmtUs(r.cpuChild / r.events)} µs/${w.unit}`);
+        } else {
+          rtFloorOn = false;
+          fail(`${w.key} floor: ${r.detail}`);
         }
       }
     }

@@ -9,6 +9,8 @@
 //!   unterminated at the end of the stream), as feeding the input in one read;
 //!   the lines are those of a plain, independent split at `\n` with one
 //!   trailing `\r` removed;
+//! - `classify` (with its fast path for events) gives exactly what
+//!   `classify_full` (without it) gives, for every line;
 //! - stopping at the first violation (as the reader does) delivers a prefix;
 //! - the splitter never holds more than `MAX_FRAME_BYTES + 1` bytes of capacity,
 //!   nor (for partial lines up to 512 KiB, so for every fuzz input) more than
@@ -20,7 +22,7 @@
 
 use std::ops::Range;
 
-use koma_transport::frame::{classify, Frame, LineSplitter, ResponseBody, Violation};
+use koma_transport::frame::{classify, classify_full, Frame, LineSplitter, ResponseBody, Violation};
 use koma_transport::quote::QUOTE_BYTES;
 use koma_transport::MAX_FRAME_BYTES;
 
@@ -306,6 +308,8 @@ pub fn check(payload: &[u8], chunkings: &[&[usize]], exhaustive: bool) {
     let verdicts: Vec<Result<Frame, Violation>> = model.lines.iter().map(|r| classify(&payload[r.clone()])).collect();
     for (r, v) in model.lines.iter().zip(&verdicts) {
         check_verdict(&payload[r.clone()], v);
+        // The fast path for events gives what the full path gives.
+        assert_eq!(v, &classify_full(&payload[r.clone()]), "fast path against full path");
     }
     let first_bad = verdicts.iter().position(|v| v.is_err());
     let one_read = [payload.len().max(1)];

@@ -86,6 +86,11 @@ const FRAMES: &[&str] = &[
     r#"{"type":"event","seq":0,"name":"output","data":{}}"#,
     r#"{"type":"event","seq":1.5,"name":"output","data":{}}"#,
     r#"{"type":"event","seq":1,"name":"output"}"#,
+    // Shapes at the edge of the fast path for events (which must give what the full path gives).
+    r#"{"type":"event","seq":4,"name":"output","data": {"turn":"t","text":"x"} }"#,
+    "{\"type\":\"event\",\"seq\":5,\"name\":\"state\",\"data\":\t[1,2]\r}",
+    r#"{"type":"event","seq":6,"name":"out\u0070ut","data":{}}"#,
+    r#"{"type":"event","seq":7,"name":"output","data":{"turn":"t","text":"\ud800"}}"#,
     r#"{"type":"bogus"}"#,
     r#"{"foo":1}"#,
     r#"{"id":"1","result":"\u001b[31m\ud800"}"#,
