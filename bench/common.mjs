@@ -3,7 +3,7 @@
 // descriptor and child-process accounting from /proc, and a gc() for settling
 // between runs.
 import { createRequire } from "node:module";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -46,6 +46,38 @@ export function makeClient(side) {
   if (side === "js") return new PureClient(opts);
   if (side === "readline") return new ReadlineClient(opts);
   throw new Error(`unknown side ${side}`);
+}
+
+/**
+ * Run `bench/<script> ...args` in a fresh Node process, killed after
+ * `timeoutMs`. Resolves (never rejects) with the JSON of its last stdout line
+ * (`result`, null if there is none) and how it ended: `ended` says so in
+ * words, with the end of its stderr, for a run without a result.
+ */
+export function runScript(script, args, timeoutMs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, "bench", script), ...args.map(String)], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      let result = null;
+      try {
+        result = JSON.parse(out.trim().split("\n").pop());
+      } catch { /* no result */ }
+      const how = killed ? `killed after ${(timeoutMs / 1000).toFixed(0)} s` : `exited ${code ?? signal}`;
+      resolve({ result, code, ended: `${script} ${how}${result ? "" : ` without a result: ${err.slice(-500)}`}` });
+    });
+  });
 }
 
 /** A real gc() without --expose-gc on the command line. */

@@ -28,7 +28,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { SIDES, SIDE_NAME, SIM, childCpu, gc, makeClient, root, simEnv, threadCpu, threadDelta } from "./common.mjs";
+import { SIDES, SIDE_NAME, SIM, childCpu, gc, makeClient, root, runScript, simEnv, threadCpu, threadDelta } from "./common.mjs";
 import { captureEvents, runFloor } from "./floor.mjs";
 import { fmtScaleRun, scaleCapacity, scaleInChild } from "./scale.mjs";
 
@@ -287,38 +287,21 @@ async function runInProcess(side, fn, params) {
 }
 
 /** One 40 MiB response in a fresh Node process (bench/rss-one.mjs). */
-function runBlobChild(side, { bytes }) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, "bench", "rss-one.mjs"), side, String(bytes)], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      let r;
-      try {
-        r = JSON.parse(out.trim().split("\n").pop());
-      } catch {
-        r = { ok: false, error: `rss-one exited ${code}: ${err.slice(-500)}` };
-      }
-      const frame = bytes + BLOB_OVERHEAD - 1; // the ids there are one digit
-      resolve({
-        ok: !!r.ok && code === 0,
-        seconds: r.seconds,
-        units: 1,
-        rate: 1 / r.seconds,
-        growth: r.growth,
-        frame,
-        cpuSelf: r.cpu,
-        jsBusy: r.jsBusy,
-        detail: r.ok ? "" : r.error ?? "wrong blob",
-      });
-    });
-  });
+async function runBlobChild(side, { bytes }) {
+  const { result, code, ended } = await runScript("rss-one.mjs", [side, bytes], 60_000);
+  const r = result ?? { ok: false, error: ended };
+  const frame = bytes + BLOB_OVERHEAD - 1; // the ids there are one digit
+  return {
+    ok: !!r.ok && code === 0,
+    seconds: r.seconds,
+    units: 1,
+    rate: 1 / r.seconds,
+    growth: r.growth,
+    frame,
+    cpuSelf: r.cpu,
+    jsBusy: r.jsBusy,
+    detail: r.ok ? "" : r.error ?? "wrong blob",
+  };
 }
 
 /** The peer alone: koma-sim writing the workload into `cat > /dev/null`. */
@@ -364,27 +347,10 @@ function peerSeconds(input) {
  * The floor of a round-trip workload (bench/rt-floor.mjs, in a fresh process,
  * killed if koma-sim stops answering), as a floor run: `events` are its round trips.
  */
-function runRtFloor(args) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, "bench", "rt-floor.mjs"), ...args.map(String)], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), SMOKE ? 30_000 : 120_000);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      let r;
-      try {
-        r = JSON.parse(out.trim().split("\n").pop());
-      } catch {
-        r = { ok: false, detail: `rt-floor ended (${signal ?? code}): ${err.slice(-500)}` };
-      }
-      resolve({ ...r, ok: !!r.ok && code === 0, way: "blocking, one thread", events: r.units });
-    });
-  });
+async function runRtFloor(args) {
+  const { result, code, ended } = await runScript("rt-floor.mjs", args, SMOKE ? 30_000 : 120_000);
+  const r = result ?? { ok: false, detail: ended };
+  return { ...r, ok: !!r.ok && code === 0, way: "blocking, one thread", events: r.units };
 }
 
 // ------------------------------------------------------------------ statistics and output

@@ -22,9 +22,7 @@
 // "Before" is after one warm-up client (created, probed, closed): what a
 // process sets up once for its first child (libuv's child-signal pipe, the
 // addon's runtime) is in the baseline of RSS, descriptors and threads left.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { SIDE_NAME, root, childProcesses, fdCount, gc, makeClient, procStatus, processCpuFine, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
+import { SIDE_NAME, runScript, childProcesses, fdCount, gc, makeClient, procStatus, processCpuFine, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
 
 function withTimeout(promise, ms, what) {
   let timer;
@@ -198,33 +196,12 @@ export function scaleCapacity(perClient) {
 }
 
 /** One run in a fresh Node process (bench/scale-one.mjs); resolves with its result, never rejects. */
-export function scaleInChild(side, n, { perClient, depth }, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, "bench", "scale-one.mjs"), side, String(n), String(perClient), String(depth)], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    let killed = false;
-    const timer = setTimeout(() => {
-      killed = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      let r;
-      try {
-        r = JSON.parse(out.trim().split("\n").pop());
-      } catch {
-        r = { side, n, ok: false, detail: `scale-one ${killed ? `killed after ${(timeoutMs / 1000).toFixed(0)} s` : `exited ${code ?? signal}`} without a result: ${err.slice(-500)}` };
-      }
-      if (r.ok && code !== 0) {
-        r.ok = false;
-        r.detail = `scale-one exited ${code ?? signal}; ${r.detail}`;
-      }
-      resolve(r);
-    });
-  });
+export async function scaleInChild(side, n, { perClient, depth }, timeoutMs) {
+  const { result, code, ended } = await runScript("scale-one.mjs", [side, n, perClient, depth], timeoutMs);
+  const r = result ?? { side, n, ok: false, detail: ended };
+  if (r.ok && code !== 0) {
+    r.ok = false;
+    r.detail = `${ended}; ${r.detail}`;
+  }
+  return r;
 }
