@@ -162,7 +162,10 @@ impl Client {
         // The connection wakes the JavaScript thread through the
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
-        let conn = Connection::new(ConnectionOptions { launch, trace: trace || env_trace() }, waker);
+        let conn = Connection::new(
+            ConnectionOptions { launch, trace: trace || env_trace(), label: "koma-sdk".into(), hello_timeout: None },
+            waker,
+        );
         let ctx = Rc::new(Ctx { conn, env: env_data, id, state: std::cell::RefCell::new(state) });
         ctx.env.wakes.register(id, &ctx);
         Ok(Client { ctx })

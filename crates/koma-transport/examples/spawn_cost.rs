@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use koma_transport::child::{self, LaunchOptions};
-use koma_transport::connection::runtime;
+use koma_transport::runtime::runtime;
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("a number")).collect();

@@ -27,6 +27,7 @@ pub mod lift;
 pub mod params;
 pub mod pending;
 pub mod quote;
+pub mod runtime;
 pub mod stderr;
 
 pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};

@@ -350,7 +350,7 @@ impl Case {
         .collect();
         let bell = Arc::new(TestWaker::default());
         let launch = LaunchOptions { executable: sim_path().into(), cwd: None, env };
-        let conn = Connection::new(ConnectionOptions { launch, trace: false }, bell.waker());
+        let conn = Connection::new(ConnectionOptions { launch, ..Default::default() }, bell.waker());
         Case {
             seed,
             plan,

@@ -17,10 +17,9 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::runtime::Runtime;
 use tokio::sync::{watch, Notify};
 
 use crate::child::{ExitInfo, LaunchOptions};
@@ -99,20 +98,12 @@ pub struct ConnectionOptions {
     pub launch: LaunchOptions,
     /// Print every frame in both directions and every stderr line to this process's stderr.
     pub trace: bool,
-}
-
-/// The shared runtime for all connections' I/O tasks (two worker threads, never shut down,
-/// so it serves every Node environment in the process, Workers included).
-pub fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("koma-io")
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    })
+    /// How the host names this client in traces and in messages about
+    /// internal errors (its package name, say). Empty: `koma-transport`.
+    pub label: String,
+    /// How long the first call waits for hello before the client fails
+    /// (`None`: no bound).
+    pub hello_timeout: Option<Duration>,
 }
 
 /// Memory shared with the application's thread without a lock, as 32-bit

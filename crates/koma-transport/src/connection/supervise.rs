@@ -18,11 +18,12 @@ use super::phase::Phase;
 use super::reader::{read_stdout, ReadEnd};
 use super::state::Scope;
 use super::writer::{write_stdin, WriteEnd, WriterMsg};
-use super::{runtime, Connection, Stop, DETACH_GRACE, EXIT_EOF_GRACE, LAST_WORDS_GRACE, STOP_GRACE};
+use super::{Connection, Stop, DETACH_GRACE, EXIT_EOF_GRACE, LAST_WORDS_GRACE, STOP_GRACE};
 use crate::child::{self, ExitInfo, Process, Spawned};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::End;
 use crate::lifecycle::Lifecycle;
+use crate::runtime::runtime;
 
 /// How long, after koma's exit and the SIGKILL to its group, the supervisor
 /// waits for the rest of the group to die.

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::Shared;
-use super::{runtime, Connection, Outcome};
+use super::{Connection, Outcome};
 use crate::error::{ErrorCode, KomaError};
+use crate::runtime::runtime;
 
 impl Connection {
     /// Give the call `token` a deadline (with the lock held, so that it is

@@ -95,7 +95,7 @@ impl Client {
 
     pub fn with(launch: LaunchOptions) -> Self {
         let waker = Arc::new(TestWaker::default());
-        let conn = Connection::new(ConnectionOptions { launch, trace: false }, waker.waker());
+        let conn = Connection::new(ConnectionOptions { launch, ..Default::default() }, waker.waker());
         Client { conn, waker, seen_wakes: 0, done: HashMap::new() }
     }
 
