@@ -32,6 +32,20 @@ pub struct LaunchOptions {
     pub cwd: Option<PathBuf>,
     /// Added to (or replacing in) the parent's environment.
     pub env: Vec<(OsString, OsString)>,
+    /// How to start and watch the child.
+    pub spawn: SpawnMode,
+}
+
+/// How a child is started and watched (not yet used: see the platform work).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpawnMode {
+    /// The best this system has (on Linux: `clone` with a pidfd).
+    #[default]
+    Auto,
+    /// Linux without pidfds (as on a kernel before 5.3).
+    NoPidfd,
+    /// The portable Unix path (what macOS uses).
+    Portable,
 }
 
 impl LaunchOptions {

@@ -104,6 +104,17 @@ pub struct ConnectionOptions {
     /// How long the first call waits for hello before the client fails
     /// (`None`: no bound).
     pub hello_timeout: Option<Duration>,
+    /// Faults to inject, for tests.
+    #[cfg(feature = "testing")]
+    pub faults: Faults,
+}
+
+/// Faults a test can inject (only with the `testing` feature).
+#[cfg(feature = "testing")]
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// The reader panics at the first frame.
+    pub panic_in_reader: bool,
 }
 
 /// Memory shared with the application's thread without a lock, as 32-bit
