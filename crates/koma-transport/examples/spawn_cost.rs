@@ -54,7 +54,8 @@ fn main() {
     };
     let launch = |()| {
         runtime().block_on(async {
-            let options = LaunchOptions { executable: "/bin/true".into(), cwd: None, env: Vec::new() };
+            let options =
+                LaunchOptions { executable: "/bin/true".into(), cwd: None, env: Vec::new(), ..Default::default() };
             let Ok(spawned) = child::launch(options).await else { panic!("launch failed") };
             spawned.process.exited().await;
             spawned.process.reap();

@@ -349,7 +349,7 @@ impl Case {
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
         let bell = Arc::new(TestWaker::default());
-        let launch = LaunchOptions { executable: sim_path().into(), cwd: None, env };
+        let launch = LaunchOptions { executable: sim_path().into(), cwd: None, env, ..Default::default() };
         let conn = Connection::new(ConnectionOptions { launch, ..Default::default() }, bell.waker());
         Case {
             seed,

@@ -90,7 +90,7 @@ impl Client {
     pub fn sim(env: &[(&str, &str)]) -> Self {
         let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![("KOMA_SIM_DELAY_MS".into(), "0".into())];
         vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
-        Self::with(LaunchOptions { executable: sim_path().into(), cwd: None, env: vars })
+        Self::with(LaunchOptions { executable: sim_path().into(), cwd: None, env: vars, ..Default::default() })
     }
 
     pub fn with(launch: LaunchOptions) -> Self {
