@@ -399,7 +399,7 @@ function cycles(edges) {
   return out;
 }
 
-const rel = (f) => relative(root, f);
+const rel = (f) => relative(process.cwd(), f) || ".";
 
 // ---- main
 
@@ -415,8 +415,7 @@ const defaults = [
   "python/tests",
 ].filter((d) => existsSync(join(root, d)));
 let found = 0;
-for (const d of args.length ? args : defaults) {
-  const dir = resolve(root, d);
+for (const dir of args.length ? args.map((d) => resolve(d)) : defaults.map((d) => join(root, d))) {
   const isCrate = existsSync(join(dir, "lib.rs")) || existsSync(join(dir, "main.rs"));
   const problems = isCrate ? checkCrate(dir) : checkJs(dir);
   for (const p of problems) console.log(`${rel(dir)}: ${p}`);
