@@ -1,9 +1,8 @@
 // Buckets a `perf script` dump by thread and by what the stack is doing.
-//   cd /tmp && perf record -F 999 --call-graph dwarf,16384 -o /tmp/k.perf -- \
-//     node --perf-basic-prof /work/main/bench/profile-one.mjs addon w1 1
-//   perf script -i /tmp/k.perf | node /work/main/bench/perf-buckets.mjs --hz 999 --per 400000 [--other]
-// (the frequency given to --hz must be the one recorded with; --call-graph dwarf is
-// needed for the addon's frames: the release build has no frame pointers)
+//   perf script -i koma.perf | node "$repo/bench/perf-buckets.mjs" --hz 999 --per 400000 [--other]
+// bench/profile-one.mjs says how to record koma.perf. The frequency given to --hz
+// must be the one recorded with; --call-graph dwarf is needed for the addon's
+// frames (the release build has no frame pointers).
 // --per N: also print microseconds per unit (N units in the whole recording, e.g. events).
 // Each sample goes to the first rule (in order) that matches any frame of its stack.
 import { createInterface } from "node:readline";

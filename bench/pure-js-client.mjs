@@ -557,7 +557,7 @@ export class PureClient {
       return;
     }
     // A transport failure: give the child's last words a moment.
-    Promise.race([this.exitPromise, new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
+    void Promise.race([this.exitPromise, new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
       const what = this.exited
         ? `koma exited (${this.exited.code ?? this.exited.signal}) without detach (stdout ended)`
         : "koma closed its stdout without detach";
@@ -591,7 +591,7 @@ export class PureClient {
     this.pending.clear();
     if (this._rejectHello) this._rejectHello(err);
     this._endEvents(err);
-    this._stopChild();
+    void this._stopChild(); // it never rejects
   }
 
   async _stopChild() {

@@ -150,7 +150,7 @@ function run(mode, n, depth) {
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const ch1 = childCpu(child.pid);
-  writeSync(toSim, `{"id":"${++id}","method":"detach","params":{}}\n`);
+  writeSync(toSim, `{"id":"${id + 1}","method":"detach","params":{}}\n`);
   line();
   closeSync(toSim);
   closeSync(fromSim);

@@ -22,17 +22,10 @@
 // "Before" is after one warm-up client (created, probed, closed): what a
 // process sets up once for its first child (libuv's child-signal pipe, the
 // addon's runtime) is in the baseline of RSS, descriptors and threads left.
-import { SIDE_NAME, runScript, childProcesses, fdCount, gc, makeClient, procStatus, processCpuFine, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, rej) => {
-      timer = setTimeout(() => rej(new Error(`${what}: not done within ${(ms / 1000).toFixed(0)} s`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
+import { childProcesses, fdCount } from "../scripts/lib/proc.mjs";
+import {
+  SIDE_NAME, gc, makeClient, procStatus, processCpuFine, runForResult, systemLimits, threadCount, threadNames, threadNamesDelta, withTimeout,
+} from "./common.mjs";
 
 const rss = () => process.memoryUsage.rss();
 
@@ -197,7 +190,7 @@ export function scaleCapacity(perClient) {
 
 /** One run in a fresh Node process (bench/scale-one.mjs); resolves with its result, never rejects. */
 export async function scaleInChild(side, n, { perClient, depth }, timeoutMs) {
-  const { result, code, ended } = await runScript("scale-one.mjs", [side, n, perClient, depth], timeoutMs);
+  const { result, code, ended } = await runForResult("scale-one.mjs", [side, n, perClient, depth], timeoutMs);
   const r = result ?? { side, n, ok: false, detail: ended };
   if (r.ok && code !== 0) {
     r.ok = false;

@@ -12,10 +12,10 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
+import { root } from "./lib/repo.mjs";
 
-export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export { root, rustHost } from "./lib/repo.mjs";
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
 /**
@@ -42,11 +42,6 @@ export async function readTargets() {
     const libc = t.platform === "linux" ? (t.abi === "musl" ? "musl" : "glibc") : null;
     return { triple, abi: t.platformArchABI, platform: t.platform, arch: t.arch, libc };
   });
-}
-
-/** The Rust host triple (what `cargo build` builds for by default). */
-export function rustHost() {
-  return execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
 }
 
 /**

@@ -12,7 +12,9 @@ const rounds = at >= 0 ? Number(argv[at + 1]) : 20;
 
 const loops = Array.from({ length: availableParallelism() }, () =>
   spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-const stopLoops = () => loops.forEach((l) => l.kill("SIGKILL"));
+const stopLoops = () => {
+  for (const l of loops) l.kill("SIGKILL");
+};
 process.on("exit", stopLoops);
 console.log(`test:stress: ${rounds} rounds of the Node tests, ${loops.length} busy loop(s) running`);
 

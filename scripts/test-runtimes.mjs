@@ -18,13 +18,12 @@
 //                           else ~/.cache/koma-sdk-runtimes); it must be outside the package
 //
 // Linux x64 only: the runtimes fetched are linux-x64 builds.
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { capture, root } from "./lib/repo.mjs";
+import { tapCounts, testArgs, testFiles } from "./node-tests.mjs";
 
 // Pinned, so the README's compatibility table says what was tested. To move
 // one, change it here and in the table.
@@ -84,28 +83,6 @@ function cacheDir() {
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const npmEnv = { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false", npm_config_loglevel: "error" };
 
-/** Run to the end, capturing output; resolves { code, signal, out, err }. */
-function capture(cmd, argv, { limitMs, ...opts } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], detached: true, ...opts });
-    let out = "";
-    let err = "";
-    const limit = setTimeout(() => {
-      err += `\n(stopped after ${seconds(limitMs)})`;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {}
-    }, limitMs);
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", (e) => resolve({ code: null, signal: null, out, err: `${err}${e.message}` }));
-    child.on("close", (code, signal) => {
-      clearTimeout(limit);
-      resolve({ code, signal, out, err });
-    });
-  });
-}
-
 /** The runtime's binary in the cache; installed with npm first when it is not there. */
 async function ensure(runtime, cache) {
   const dir = join(cache, `${runtime.pkg.replace("/", "+")}@${runtime.version}`);
@@ -115,10 +92,12 @@ async function ensure(runtime, cache) {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const spec = `${runtime.pkg}@${runtime.version}`;
-  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], { cwd: tmp, env: npmEnv, limitMs: FETCH_MINUTES * 60000 });
+  const limitMs = FETCH_MINUTES * 60000;
+  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], { cwd: tmp, env: npmEnv, timeoutMs: limitMs, group: true });
   if (r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`npm install ${spec} failed (exit ${r.code ?? r.signal}):\n${r.err}${r.out}`);
+    const how = r.timedOut ? `stopped after ${seconds(limitMs)}` : `exit ${r.code ?? r.signal}`;
+    throw new Error(`npm install ${spec} failed (${how}):\n${r.err}${r.out}`);
   }
   if (!existsSync(join(tmp, runtime.bin))) throw new Error(`${spec} was installed, but has no ${runtime.bin}`);
   chmodSync(join(tmp, runtime.bin), 0o755);
@@ -131,13 +110,11 @@ async function ensure(runtime, cache) {
   return { binary, fetched: true };
 }
 
-function versionOf(runtime, binary) {
+function versionOf(binary) {
   const r = spawnSync(binary, ["--version"], { encoding: "utf8" });
   const m = (r.stdout || "").match(/(\d+\.\d+\.\d+)/);
   return m ? m[1] : null;
 }
-
-const nodeTestFiles = () => readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).sort().map((f) => join("__test__", f));
 
 /** The command line of one suite under one runtime. */
 function command(runtime, suite) {
@@ -146,8 +123,7 @@ function command(runtime, suite) {
   if (suite === "node-tests") {
     // Not every Node 20 has --test-concurrency (20.4 has not): there the files run one at a time.
     const help = spawnSync(bin, ["--help"], { encoding: "utf8" }).stdout || "";
-    const concurrency = help.includes("--test-concurrency") ? ["--test-concurrency=2"] : [];
-    return [bin, ["--test", "--test-reporter=tap", ...concurrency, ...nodeTestFiles()], env];
+    return [bin, testArgs(testFiles(), { concurrency: help.includes("--test-concurrency") }), env];
   }
   const file = SUITE_FILES[suite];
   if (runtime.id === "deno") {
@@ -155,12 +131,6 @@ function command(runtime, suite) {
     return [bin, ["run", "-A", "--no-lock", file], { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" }];
   }
   return [bin, [file], env];
-}
-
-/** Counts from a TAP stream: `# tests N`, `# pass N`, `# fail N`, `# skipped N`. */
-function counts(out) {
-  const n = (k) => Number((out.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
-  return { tests: n("tests"), pass: n("pass"), fail: n("fail"), skipped: n("skipped") || 0 };
 }
 
 /** Run one suite in its own process group; resolves a row of the summary. */
@@ -175,23 +145,10 @@ async function runSuite(runtime, suite) {
     console.log(`--- ${label}: FAILED (${problem})`);
     return { runtime, suite, tests: NaN, pass: NaN, fail: NaN, skipped: 0, ok: false, problems: [problem], time: 0 };
   }
-  const child = spawn(cmd, argv, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d) => (out += d));
-  child.stderr.on("data", (d) => (err += d));
-  let hung = false;
-  const limit = setTimeout(() => {
-    hung = true;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {}
-  }, limitMs);
-  const [code, signal] = await new Promise((resolve) => child.on("close", (c, s) => resolve([c, s])));
-  clearTimeout(limit);
-  const c = counts(out);
+  const { code, signal, out, err, timedOut } = await capture(cmd, argv, { cwd: root, env, timeoutMs: limitMs, group: true });
+  const c = tapCounts(out);
   const problems = [];
-  if (hung) problems.push(out.includes("\n# fail ") ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})` : `did not finish in ${seconds(limitMs)}`);
+  if (timedOut) problems.push(out.includes("\n# fail ") ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})` : `did not finish in ${seconds(limitMs)}`);
   else if (code !== 0) problems.push(`exit ${code ?? signal}`);
   if (!(c.tests > 0)) problems.push("no test count in its output");
   else if (c.fail !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
@@ -215,7 +172,7 @@ console.log(`runtimes cache: ${cache}`);
 const fetched = await Promise.allSettled(plan.filter((r) => r.pkg).map(async (r) => {
   const t0 = Date.now();
   const { binary, fetched: wasFetched } = await ensure(r, cache);
-  const version = versionOf(r, binary);
+  const version = versionOf(binary);
   if (version !== r.version) throw new Error(`${binary} --version says ${version}, expected ${r.version}`);
   Object.assign(r, { binary, cache });
   console.log(`${r.name} ${r.version}: ${wasFetched ? `fetched (npm ${r.pkg}@${r.version}) in ${seconds(Date.now() - t0)}` : "cached"}`);
