@@ -100,7 +100,9 @@ export const gc = (() => {
 let ticks = 100;
 try {
   ticks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-} catch { /* keep 100 */ }
+} catch {
+  /* keep 100 */
+}
 
 function statTimes(path) {
   try {
@@ -121,7 +123,9 @@ export function threadCpu() {
     let comm = "";
     try {
       comm = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
     out.byTid.set(tid, { t, comm });
   }
   return out;
@@ -149,9 +153,13 @@ export function processCpuFine(pid) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
         ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
   return ns / 1e9;
 }
 
@@ -216,11 +224,15 @@ export function systemLimits() {
       const m = /^Max (open files|processes)\s+(\S+)\s+(\S+)/.exec(line);
       if (m) lim[m[1]] = { soft: m[2] === "unlimited" ? Infinity : Number(m[2]), hard: m[3] === "unlimited" ? Infinity : Number(m[3]) };
     }
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   let tasksNow = NaN;
   try {
     tasksNow = Number(readFileSync("/proc/loadavg", "utf8").split(" ")[3].split("/")[1]);
-  } catch { /* keep NaN */ }
+  } catch {
+    /* keep NaN */
+  }
   const memAvailable = (() => {
     try {
       return Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync("/proc/meminfo", "utf8"))[1]) * 1024;

@@ -23,7 +23,10 @@ const RULES = [
   ["addon: per-event lock (event_taken)", /Connection::event_taken/],
   ["addon: wake handling (drain/settle)", /Ctx::settle|Connection::drain|Ctx::resolve_results|Ctx::update_hold/],
   ["addon: request path (send/track)", /Client::send|Ctx::track|Connection::request|Ctx::stringify|params::check/],
-  ["addon: napi call overhead", /napi_unwrap|check_object_type_tag|native_borrow|NativeBorrow|FunctionCallbackWrapper|_c_callback|EventStream::next|Client::state|Client::request/],
+  [
+    "addon: napi call overhead",
+    /napi_unwrap|check_object_type_tag|native_borrow|NativeBorrow|FunctionCallbackWrapper|_c_callback|EventStream::next|Client::state|Client::request/,
+  ],
   ["addon: other napi", /napi_/],
   ["io: route/classify (serde)", /frame::classify|connection::route|serde_json/],
   ["io: apply (lock, seq, push)", /Connection::apply/],
@@ -60,7 +63,10 @@ const flush = () => {
   if (bucket === "other" && SHOW_OTHER) {
     let o = otherLeaves.get(thread);
     if (!o) otherLeaves.set(thread, (o = new Map()));
-    const leaf = frames.slice(0, 3).map((f) => f.replace(/\+0x[0-9a-f]+/, "").slice(0, 60)).join(" < ");
+    const leaf = frames
+      .slice(0, 3)
+      .map((f) => f.replace(/\+0x[0-9a-f]+/, "").slice(0, 60))
+      .join(" < ");
     o.set(leaf, (o.get(leaf) ?? 0) + 1);
   }
   let t = samples.get(thread);

@@ -157,7 +157,10 @@ function run(mode, n, depth) {
   const ok = idle === n && wrongId === 0;
   return {
     child,
-    ok, seconds, units: n, rate: n / seconds,
+    ok,
+    seconds,
+    units: n,
+    rate: n / seconds,
     cpuSelf: (cpu.user + cpu.system) / 1e6,
     cpuChild: ch0 !== null && ch1 !== null ? ch1 - ch0 : NaN,
     detail: ok ? "" : `${idle}/${n} idle, ${wrongId} answers with an id not in flight`,

@@ -80,7 +80,9 @@ const scaleTimeout = (n) => (60 + n * 0.3) * 1000;
 async function scaleSection() {
   const sp = P.scale;
   const perClientText = SCALE_N.map((n) => `${sp.perClient(n)} at N = ${fmtN(n)}`).join(", ");
-  console.log(`\nscale: N = ${SCALE_N.map(fmtN).join(", ")}, ${SCALE_PAIRS} round(s) of ${SCALE_SIDES.map((s) => SIDE_NAME[s]).join(", ")}; state() calls per client: ${perClientText}, ${sp.depth} in flight per client`);
+  console.log(
+    `\nscale: N = ${SCALE_N.map(fmtN).join(", ")}, ${SCALE_PAIRS} round(s) of ${SCALE_SIDES.map((s) => SIDE_NAME[s]).join(", ")}; state() calls per client: ${perClientText}, ${sp.depth} in flight per client`,
+  );
   // A first small run of each side: what one client costs (descriptors,
   // threads, koma-sim's threads and memory), for the capacity check.
   const per = { fds: 0, baseFds: 0, threads: 0, simThreads: 0, simRss: 0 };
@@ -99,11 +101,14 @@ async function scaleSection() {
   }
   const cap = scaleCapacity(per);
   const lim = cap.limits;
-  const limitsText = `open files ${lim.nofile.soft} (soft; hard ${lim.nofile.hard}; Node raises the soft limit to the hard one at startup), `
-    + `max user processes ${lim.nproc.soft}, pid_max ${lim.pidMax}, threads-max ${lim.threadsMax}, ${lim.tasksNow} tasks on the system now, `
-    + `${(lim.memAvailable / 2 ** 30).toFixed(1)} GiB available`;
+  const limitsText =
+    `open files ${lim.nofile.soft} (soft; hard ${lim.nofile.hard}; Node raises the soft limit to the hard one at startup), ` +
+    `max user processes ${lim.nproc.soft}, pid_max ${lim.pidMax}, threads-max ${lim.threadsMax}, ${lim.tasksNow} tasks on the system now, ` +
+    `${(lim.memAvailable / 2 ** 30).toFixed(1)} GiB available`;
   console.log(`  limits: ${limitsText}`);
-  console.log(`  per client (sizing runs): ${per.fds} descriptors, ${per.threads} thread(s) of this process; koma-sim ${per.simThreads} threads, ${(per.simRss / MIB).toFixed(1)} MiB`);
+  console.log(
+    `  per client (sizing runs): ${per.fds} descriptors, ${per.threads} thread(s) of this process; koma-sim ${per.simThreads} threads, ${(per.simRss / MIB).toFixed(1)} MiB`,
+  );
   console.log(`  at most ${fmtN(cap.max)} clients at once here, bound by ${cap.binding}`);
   const notes = [`Limits: ${limitsText}; at most ${fmtN(cap.max)} clients at once, bound by ${cap.binding}.`];
   const rows = [];
@@ -152,10 +157,17 @@ function buildInfo() {
   let dirty = "";
   try {
     commit = execFileSync("git", ["-C", root, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-    dirty = execFileSync("git", ["-C", root, "status", "--porcelain", "--untracked-files=no", "--", "src", "crates", "Cargo.toml", "Cargo.lock"], { encoding: "utf8" }).trim() ? " (src/crates modified)" : "";
-  } catch { /* not a checkout */ }
+    const status = ["status", "--porcelain", "--untracked-files=no", "--", "src", "crates", "Cargo.toml", "Cargo.lock"];
+    const changed = execFileSync("git", ["-C", root, ...status], { encoding: "utf8" });
+    dirty = changed.trim() ? " (src/crates modified)" : "";
+  } catch {
+    // not a checkout
+  }
   const mtime = `${mt(node ?? "none")} ${mt(join("bin", "koma-sim"))}`;
-  return { mtime, text: `commit ${commit}${dirty}, ${node} built ${mt(node ?? "none")}, bin/koma-sim built ${mt(join("bin", "koma-sim"))}` };
+  return {
+    mtime,
+    text: `commit ${commit}${dirty}, ${node} built ${mt(node ?? "none")}, bin/koma-sim built ${mt(join("bin", "koma-sim"))}`,
+  };
 }
 
 /**
@@ -226,7 +238,9 @@ async function workloadSection(w, peer) {
       try {
         const rs = runFloor(capture, captureText, i);
         floorRuns.push(...rs);
-        console.log(`  ${"floor".padEnd(8)} #${i + 1}: ${rs.map((r) => `${r.way} ${fmtRate(r.rate)} (${fmtUs(r.cpuSelf / r.events)} µs/${w.unit})`).join(", ")}`);
+        console.log(
+          `  ${"floor".padEnd(8)} #${i + 1}: ${rs.map((r) => `${r.way} ${fmtRate(r.rate)} (${fmtUs(r.cpuSelf / r.events)} µs/${w.unit})`).join(", ")}`,
+        );
       } catch (e) {
         capture = null;
         fail(`${w.key} floor: ${e.message}`);
@@ -236,7 +250,9 @@ async function workloadSection(w, peer) {
       const r = await runRtFloor(w.rtFloor(P), P.runMs);
       if (r.ok) {
         floorRuns.push(r);
-        console.log(`  ${"floor".padEnd(8)} #${i + 1}: ${r.way} ${fmtRate(r.rate)} in ${fmtS(r.seconds)}, ${fmtUs(r.cpuSelf / r.events)} µs/${w.unit} + sim ${fmtUs(r.cpuChild / r.events)} µs/${w.unit}`);
+        console.log(
+          `  ${"floor".padEnd(8)} #${i + 1}: ${r.way} ${fmtRate(r.rate)} in ${fmtS(r.seconds)}, ${fmtUs(r.cpuSelf / r.events)} µs/${w.unit} + sim ${fmtUs(r.cpuChild / r.events)} µs/${w.unit}`,
+        );
       } else {
         rtFloorOn = false;
         fail(`${w.key} floor: ${r.detail}`);
@@ -251,17 +267,22 @@ async function workloadSection(w, peer) {
 await main();
 
 async function main() {
-  const scaleBudget = selected("scale") ? 120 + SCALE_SIDES.length * SCALE_PAIRS * SCALE_N.reduce((s, n) => s + scaleTimeout(n) / 1000, 0) : 0;
+  const scaleBudget = selected("scale")
+    ? 120 + SCALE_SIDES.length * SCALE_PAIRS * SCALE_N.reduce((s, n) => s + scaleTimeout(n) / 1000, 0)
+    : 0;
+  const budgetMs = ((SMOKE ? 120 : 900) + scaleBudget) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`FAIL: the ${SMOKE ? "smoke run" : "benchmark"} did not finish in time`);
     process.exit(1);
-  }, ((SMOKE ? 120 : 900) + scaleBudget) * 1000);
+  }, budgetMs);
   watchdog.unref();
 
   const t0 = performance.now();
   const build = buildInfo();
   console.log(`addon: ${build.text}`);
-  console.log(`koma-sdk benchmark${SMOKE ? " (smoke: tiny counts, no timing asserted)" : ""}: node ${process.version}, ${cpus().length} CPU(s), load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}, rounds ${PAIRS} (${SIDES.map((s) => SIDE_NAME[s]).join(", ")})`);
+  console.log(
+    `koma-sdk benchmark${SMOKE ? " (smoke: tiny counts, no timing asserted)" : ""}: node ${process.version}, ${cpus().length} CPU(s), load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}, rounds ${PAIRS} (${SIDES.map((s) => SIDE_NAME[s]).join(", ")})`,
+  );
 
   const peer = await peerSection();
   const rows = [];

@@ -24,7 +24,12 @@ function floorOf(floorRuns) {
   let best = null;
   for (const way of new Set(floorRuns.map((r) => r.way))) {
     const rs = floorRuns.filter((r) => r.way === way);
-    const m = { way, seconds: median(rs.map((r) => r.seconds)), rate: median(rs.map((r) => r.rate)), cpuPerUnit: median(rs.map((r) => r.cpuSelf / r.events)) };
+    const m = {
+      way,
+      seconds: median(rs.map((r) => r.seconds)),
+      rate: median(rs.map((r) => r.rate)),
+      cpuPerUnit: median(rs.map((r) => r.cpuSelf / r.events)),
+    };
     if (!best || m.seconds < best.seconds) best = m;
   }
   return best;
@@ -64,7 +69,11 @@ export function summarize(w, runs, floorRuns, peer, p) {
     const frame = a[0]?.frame ?? NaN;
     row.ratio = tj / ta;
     row.ratioRl = tl / ta;
-    row.cells = [[ta, ga], [tj, gj], [tl, gl]].map(([t, g]) => `${fmtS(t)}, RSS +${fmtMiB(g)} (${fmtX(g / frame)} frame)`);
+    row.cells = [
+      [ta, ga],
+      [tj, gj],
+      [tl, gl],
+    ].map(([t, g]) => `${fmtS(t)}, RSS +${fmtMiB(g)} (${fmtX(g / frame)} frame)`);
     row.goalText = `≥ ${w.goal.toFixed(1)}× both peers, RSS ≤ ${w.rssGoal}× frame`;
     met.push(["time", Math.min(row.ratio, row.ratioRl) >= w.goal], ["RSS", ga / frame <= w.rssGoal]);
   } else {
@@ -72,7 +81,11 @@ export function summarize(w, runs, floorRuns, peer, p) {
     const over = (xs) => xs.reduce((s, r) => s + (r.overflows ?? 0), 0);
     row.ratio = ea / ej;
     row.ratioRl = ea / el;
-    row.cells = [[a, ea], [j, ej], [l, el]].map(([xs, e]) => `busy ${(e * 100).toFixed(1)}% at ${fmtRate(med(xs, (r) => r.rate))}, ${over(xs)} overflow(s)`);
+    row.cells = [
+      [a, ea],
+      [j, ej],
+      [l, el],
+    ].map(([xs, e]) => `busy ${(e * 100).toFixed(1)}% at ${fmtRate(med(xs, (r) => r.rate))}, ${over(xs)} overflow(s)`);
     row.goalText = `≤ ${w.goal.toFixed(2)}× of both peers, no overflow`;
     met.push(["busy", Math.max(row.ratio, row.ratioRl) <= w.goal && over(a) === 0]);
     row.ratioText = `${fmtX(row.ratio)} busy`;
@@ -125,8 +138,15 @@ export function summarizeScale(want, n, runs, all, depth) {
     const [ta, tj] = [a, j].map((xs) => med(xs, (r) => r.startMs));
     const ratio = ta / tj;
     const goal = SCALE_START_GOAL_N.includes(n);
-    rows.push([nCell, "start all (every probe() resolved)", fmtMs(ta), fmtMs(tj), fmtX(ratio), goal ? "≤ 1.0× (stretch 0.7×)" : "–",
-      goal ? (ratio <= 0.7 ? "met (stretch too)" : yes(ratio <= 1.0)) : ""]);
+    rows.push([
+      nCell,
+      "start all (every probe() resolved)",
+      fmtMs(ta),
+      fmtMs(tj),
+      fmtX(ratio),
+      goal ? "≤ 1.0× (stretch 0.7×)" : "–",
+      goal ? (ratio <= 0.7 ? "met (stretch too)" : yes(ratio <= 1.0)) : "",
+    ]);
   }
   // threads
   {
@@ -136,31 +156,69 @@ export function summarizeScale(want, n, runs, all, depth) {
       return Number.isFinite(m) ? `${m}${x !== m ? ` (max ${x})` : ""}` : "n/a";
     };
     const which = a.map((r) => r.threadsWhich).filter(Boolean)[0];
-    rows.push([nCell, "threads added", `${cell(a)}${which ? ` (${which})` : ""}`, cell(j), "–", "≤ 8", yes(max(a, (r) => r.threadsAdded) <= 8)]);
+    rows.push([
+      nCell,
+      "threads added",
+      `${cell(a)}${which ? ` (${which})` : ""}`,
+      cell(j),
+      "–",
+      "≤ 8",
+      yes(max(a, (r) => r.threadsAdded) <= 8),
+    ]);
   }
   // RSS
   {
     const [ra, rj] = [a, j].map((xs) => med(xs, (r) => r.rssPerClient));
-    rows.push([nCell, "RSS per idle client (this process; koma-sim not counted)", fmtKiB(ra), fmtKiB(rj), fmtX(ra / rj), "≤ 1.0×", yes(ra / rj <= 1.0)]);
+    rows.push([
+      nCell,
+      "RSS per idle client (this process; koma-sim not counted)",
+      fmtKiB(ra),
+      fmtKiB(rj),
+      fmtX(ra / rj),
+      "≤ 1.0×",
+      yes(ra / rj <= 1.0),
+    ]);
   }
   // requests
   {
     const [qa, qj] = [a, j].map((xs) => med(xs, (r) => r.reqRate));
     const per = a[0]?.requests ?? j[0]?.requests;
     const goal = SCALE_RPS_GOAL_N.includes(n);
-    rows.push([nCell, `requests/s across all clients (${per ? fmtN(per) : "?"} state() calls, ${depth} in flight per client)`, fmtRate(qa), fmtRate(qj), fmtX(qa / qj),
-      goal ? "≥ 1.2×" : "–", goal ? yes(qa / qj >= 1.2) : ""]);
+    rows.push([
+      nCell,
+      `requests/s across all clients (${per ? fmtN(per) : "?"} state() calls, ${depth} in flight per client)`,
+      fmtRate(qa),
+      fmtRate(qj),
+      fmtX(qa / qj),
+      goal ? "≥ 1.2×" : "–",
+      goal ? yes(qa / qj >= 1.2) : "",
+    ]);
     const [ca, cj] = [a, j].map((xs) => med(xs, (r) => r.reqCpuSelf));
     const [sa, sj] = [a, j].map((xs) => med(xs, (r) => r.reqCpuSims));
     const us = (x) => (Number.isFinite(x) ? `${(x * 1e6).toFixed(1)} µs` : "n/a");
-    rows.push([nCell, "CPU per request in that phase: this process (the koma-sims)", `${us(ca)} (${us(sa)})`, `${us(cj)} (${us(sj)})`, fmtX(ca / cj), "–", ""]);
+    rows.push([
+      nCell,
+      "CPU per request in that phase: this process (the koma-sims)",
+      `${us(ca)} (${us(sa)})`,
+      `${us(cj)} (${us(sj)})`,
+      fmtX(ca / cj),
+      "–",
+      "",
+    ]);
   }
   // after close: every run, the failed ones too
   {
     const cell = (xs) => `${max(xs, (r) => r.childrenLeft)} children, fds ${fmtSigned(max(xs, (r) => r.fdsOver))}`;
     const ok = (xs) => xs.every((r) => r.childrenLeft === 0 && r.fdsOver <= 0);
-    rows.push([nCell, "after close(): children left, descriptors vs before (worst run)", cell(all.addon), cell(all.js), "–", "0 children, fds +0",
-      ok(all.addon) && ok(all.js) ? "met" : "NOT met"]);
+    rows.push([
+      nCell,
+      "after close(): children left, descriptors vs before (worst run)",
+      cell(all.addon),
+      cell(all.js),
+      "–",
+      "0 children, fds +0",
+      ok(all.addon) && ok(all.js) ? "met" : "NOT met",
+    ]);
   }
   return rows;
 }

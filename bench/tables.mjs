@@ -29,9 +29,12 @@ export const fmtSigned = (x) => (Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x}`
 
 /** One run of one side, as the line the benchmark prints for it (`round` counts from 0). */
 export function fmtRun(w, side, round, r) {
-  const shown = w.kind === "elu" ? `busy ${(r.elu * 100).toFixed(1)}% ${fmtRate(r.rate)}${r.overflows ? " OVERFLOWED" : ""}`
-    : w.kind === "blob" ? `${fmtS(r.seconds)} (JS thread busy ${fmtS(r.jsBusy)}) RSS +${fmtMiB(r.growth)}`
-      : `${fmtRate(r.rate)} in ${fmtS(r.seconds)}${Number.isFinite(r.elu) ? `, JS thread busy ${(r.elu * 100).toFixed(0)}%` : ""}`;
+  const shown =
+    w.kind === "elu"
+      ? `busy ${(r.elu * 100).toFixed(1)}% ${fmtRate(r.rate)}${r.overflows ? " OVERFLOWED" : ""}`
+      : w.kind === "blob"
+        ? `${fmtS(r.seconds)} (JS thread busy ${fmtS(r.jsBusy)}) RSS +${fmtMiB(r.growth)}`
+        : `${fmtRate(r.rate)} in ${fmtS(r.seconds)}${Number.isFinite(r.elu) ? `, JS thread busy ${(r.elu * 100).toFixed(0)}%` : ""}`;
   const perUnit = w.unit && r.ok ? `, ${fmtUs(r.cpuSelf / r.units)} µs/${w.unit}` : "";
   return `  ${SIDE_NAME[side].padEnd(8)} #${round + 1}: ${r.ok ? shown : "FAILED"}${r.detail ? ` (${r.detail})` : ""}${Number.isFinite(r.cpuSelf) ? `; cpu ${fmtCpu(r)}${perUnit}` : ""}`;
 }
@@ -46,14 +49,45 @@ export function peerText(peer) {
 }
 
 export function printTable(rows, peer) {
-  const head = ["workload", "size", "addon (median)", "pure JS (median)", "readline (median)", "addon/pure JS", "addon/readline",
-    "floor", "addon/floor", "CPU µs per unit, all threads: addon · pure JS · readline (koma-sim)", "CPU/unit addon/pure JS", "goal", "",
-    "CPU s addon", "CPU s pure JS", "CPU s readline"];
-  const body = rows.map((r) => [r.name, r.size, ...r.cells, r.ratioText, r.ratioRlText, r.floorCell ?? "–",
-    Number.isFinite(r.ofFloor) ? fmtX(r.ofFloor) : "–", r.cpuUnitCell ?? "–", Number.isFinite(r.cpuRatio) ? fmtX(r.cpuRatio) : "–",
-    r.goalText, r.metText, r.cpuA, r.cpuJ, r.cpuL]);
+  const head = [
+    "workload",
+    "size",
+    "addon (median)",
+    "pure JS (median)",
+    "readline (median)",
+    "addon/pure JS",
+    "addon/readline",
+    "floor",
+    "addon/floor",
+    "CPU µs per unit, all threads: addon · pure JS · readline (koma-sim)",
+    "CPU/unit addon/pure JS",
+    "goal",
+    "",
+    "CPU s addon",
+    "CPU s pure JS",
+    "CPU s readline",
+  ];
+  const body = rows.map((r) => [
+    r.name,
+    r.size,
+    ...r.cells,
+    r.ratioText,
+    r.ratioRlText,
+    r.floorCell ?? "–",
+    Number.isFinite(r.ofFloor) ? fmtX(r.ofFloor) : "–",
+    r.cpuUnitCell ?? "–",
+    Number.isFinite(r.cpuRatio) ? fmtX(r.cpuRatio) : "–",
+    r.goalText,
+    r.metText,
+    r.cpuA,
+    r.cpuJ,
+    r.cpuL,
+  ]);
   // On the console, two tables (the results, then the CPU), each narrower.
-  const console2 = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12], [0, 9, 10, 13, 14, 15]];
+  const console2 = [
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12],
+    [0, 9, 10, 13, 14, 15],
+  ];
   for (const cols of console2) {
     const h = cols.map((c) => head[c]);
     const b = body.map((row) => cols.map((c) => row[c]));
@@ -63,11 +97,19 @@ export function printTable(rows, peer) {
     console.log(widths.map((x) => "-".repeat(x)).join("  "));
     for (const row of b) console.log(line(row));
   }
-  console.log("\nThroughput ratios are addon / peer (above 1: the addon is faster); busy and CPU ratios are addon / peer (below 1: the addon is less busy).");
+  console.log(
+    "\nThroughput ratios are addon / peer (above 1: the addon is faster); busy and CPU ratios are addon / peer (below 1: the addon is less busy).",
+  );
   console.log("floor of the events: the same events already in memory, turned into {type, seq, name, data} by the fastest of a few plain");
-  console.log("JavaScript ways (bench/floor.mjs; no pipe, no checks, no iterator, one thread). Floor of the round trips: the same round trips");
-  console.log("by one thread blocking in read and write on koma-sim's pipes (bench/rt-floor.mjs; no event loop, no thread hop, no promise).");
-  console.log("addon/floor: the addon's rate over the floor's (for the stream, the floor's busy share over the addon's): 1 = at the floor,");
+  console.log(
+    "JavaScript ways (bench/floor.mjs; no pipe, no checks, no iterator, one thread). Floor of the round trips: the same round trips",
+  );
+  console.log(
+    "by one thread blocking in read and write on koma-sim's pipes (bench/rt-floor.mjs; no event loop, no thread hop, no promise).",
+  );
+  console.log(
+    "addon/floor: the addon's rate over the floor's (for the stream, the floor's busy share over the addon's): 1 = at the floor,",
+  );
   console.log("above 1 = past what one JavaScript thread alone can do.");
   console.log("CPU µs per unit: this process's user+sys, all threads, per event or round trip; koma-sim's apart (sim).");
   console.log("CPU s: this process's user+sys during the timed part (JS = main thread, io = the addon's koma-io");
@@ -75,9 +117,24 @@ export function printTable(rows, peer) {
   const peerLine = peerText(peer);
   if (peerLine) console.log(`\nThe peer alone (koma-sim sdk serve | cat > /dev/null, every request written at once): ${peerLine}.`);
   console.log("\n### Markdown\n");
-  const mdHead = ["Workload", "Size", "Addon (median)", "Pure JS (median)", "Readline (median)", "Addon / pure JS", "Addon / readline",
-    "Floor", "Addon / floor", "CPU µs per unit: addon · pure JS · readline (koma-sim)", "CPU per unit, addon / pure JS", "Goal", "Met",
-    "CPU s addon", "CPU s pure JS", "CPU s readline"];
+  const mdHead = [
+    "Workload",
+    "Size",
+    "Addon (median)",
+    "Pure JS (median)",
+    "Readline (median)",
+    "Addon / pure JS",
+    "Addon / readline",
+    "Floor",
+    "Addon / floor",
+    "CPU µs per unit: addon · pure JS · readline (koma-sim)",
+    "CPU per unit, addon / pure JS",
+    "Goal",
+    "Met",
+    "CPU s addon",
+    "CPU s pure JS",
+    "CPU s readline",
+  ];
   const right = new Set([2, 3, 4, 5, 6, 8, 10]);
   console.log(`| ${mdHead.join(" | ")} |`);
   console.log(`|${mdHead.map((_, i) => (right.has(i) ? "---:" : "---")).join("|")}|`);

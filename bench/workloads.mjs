@@ -6,36 +6,33 @@ import { SIM, benchEventsInput, childCpu, gc, makeClient, runForResult, simEnv, 
 
 const MIB = 1 << 20;
 const FRAME_LIMIT = 41_943_040;
-export const BLOB_OVERHEAD = 30 + 2; // {"id":"N","result":{"blob":"…"}}: 30 bytes plus an id of at most 2 digits
+const BLOB_OVERHEAD = 30 + 2; // {"id":"N","result":{"blob":"…"}}: 30 bytes plus an id of at most 2 digits
 const EVENT_BOUND = 256; // the client's event buffer bound (A.12)
 
-/**
- * The sizes of the real run, or of the smoke run; `runMs` is what one run in
- * this process, or of the round-trip floor, may take before it fails.
- */
-export const sizes = (smoke) =>
-  smoke
-  ? {
-    small: { count: 200, bytes: 200, total: 2_000 },
-    big: { count: 16, bytes: 64 * 1024, total: 64 },
-    seq: { n: 200 },
-    inflight: { n: 2_000, depth: 64 },
-    blob: { bytes: 1 * MIB },
-    steady: { rate: 20_000, seconds: 0.25, bytes: 200, perRequest: 32, maxBurst: 64 },
-    scale: { perClient: () => 5, depth: 2, warmClients: 2 },
-    runMs: 30_000,
-  }
-  : {
-    small: { count: 200, bytes: 200, total: 400_000 },
-    big: { count: 16, bytes: 64 * 1024, total: 4_000 },
-    seq: { n: 20_000 },
-    inflight: { n: 100_000, depth: 64 },
-    blob: { bytes: FRAME_LIMIT - BLOB_OVERHEAD },
-    steady: { rate: 60_000, seconds: 3, bytes: 200, perRequest: 64, maxBurst: 128 },
-    // every client makes max(20, 20,000 / N) state() calls, 2 at a time
-    scale: { perClient: (n) => Math.max(20, Math.ceil(20_000 / n)), depth: 2, warmClients: 20 },
-    runMs: 120_000,
-  };
+/** The sizes of the smoke run; `runMs` is what one run in this process, or of the round-trip floor, may take. */
+const SMOKE_SIZES = {
+  small: { count: 200, bytes: 200, total: 2_000 },
+  big: { count: 16, bytes: 64 * 1024, total: 64 },
+  seq: { n: 200 },
+  inflight: { n: 2_000, depth: 64 },
+  blob: { bytes: 1 * MIB },
+  steady: { rate: 20_000, seconds: 0.25, bytes: 200, perRequest: 32, maxBurst: 64 },
+  scale: { perClient: () => 5, depth: 2, warmClients: 2 },
+  runMs: 30_000,
+};
+/** The sizes of the real run. */
+const REAL_SIZES = {
+  small: { count: 200, bytes: 200, total: 400_000 },
+  big: { count: 16, bytes: 64 * 1024, total: 4_000 },
+  seq: { n: 20_000 },
+  inflight: { n: 100_000, depth: 64 },
+  blob: { bytes: FRAME_LIMIT - BLOB_OVERHEAD },
+  steady: { rate: 60_000, seconds: 3, bytes: 200, perRequest: 64, maxBurst: 128 },
+  // every client makes max(20, 20,000 / N) state() calls, 2 at a time
+  scale: { perClient: (n) => Math.max(20, Math.ceil(20_000 / n)), depth: 2, warmClients: 20 },
+  runMs: 120_000,
+};
+/** The sizes of the warm-up runs (real runs only). */
 const WARM = {
   small: { count: 200, bytes: 200, total: 20_000 },
   big: { count: 16, bytes: 64 * 1024, total: 256 },
@@ -44,6 +41,9 @@ const WARM = {
   steady: { rate: 60_000, seconds: 0.3, bytes: 200, perRequest: 64, maxBurst: 128 },
   runMs: 120_000,
 };
+
+/** The sizes of the smoke run, or of the real run. */
+export const sizes = (smoke) => (smoke ? SMOKE_SIZES : REAL_SIZES);
 
 // ------------------------------------------------------------------ workloads
 
@@ -65,10 +65,12 @@ async function eventsWorkload(c, { count, bytes, total }) {
   const answers = [];
   const issue = () => {
     while (reqs < windows && requested - taken + count <= EVENT_BOUND) {
-      answers.push(c.request("bench_events", { count, bytes }).then((r) => {
-        if (r.count !== count) throw new Error(`bench_events answered ${JSON.stringify(r)}`);
-        answered++;
-      }));
+      answers.push(
+        c.request("bench_events", { count, bytes }).then((r) => {
+          if (r.count !== count) throw new Error(`bench_events answered ${JSON.stringify(r)}`);
+          answered++;
+        }),
+      );
       reqs++;
       requested += count;
     }
@@ -95,7 +97,12 @@ async function eventsWorkload(c, { count, bytes, total }) {
   const n = windows * count;
   const ok = overflows === 0 && seqErrors === 0 && answered === windows && textBytes === n * bytes;
   return {
-    ok, seconds, units: n, rate: n / seconds, mbps: (n * bytes) / seconds / 1e6, elu,
+    ok,
+    seconds,
+    units: n,
+    rate: n / seconds,
+    mbps: (n * bytes) / seconds / 1e6,
+    elu,
     detail: ok ? "" : `overflows ${overflows}, seq errors ${seqErrors}, answered ${answered}/${windows}, text ${textBytes}/${n * bytes}`,
   };
 }
@@ -154,10 +161,12 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
     while (burst > 0 && outstanding < 60) {
       const n = Math.min(burst, perRequest);
       outstanding++;
-      answers.push(c.request("bench_events", { count: n, bytes }).then((r) => {
-        outstanding--;
-        answered += r.count;
-      }));
+      answers.push(
+        c.request("bench_events", { count: n, bytes }).then((r) => {
+          outstanding--;
+          answered += r.count;
+        }),
+      );
       requested += n;
       burst -= n;
     }
@@ -186,7 +195,12 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
     // An overflow is a result (the goal says none), not a broken run: the
     // run counts as long as every event is accounted for.
     ok: accounted,
-    seconds, units: received, rate: received / seconds, elu: elu.utilization, overflows, dropped,
+    seconds,
+    units: received,
+    rate: received / seconds,
+    elu: elu.utilization,
+    overflows,
+    dropped,
     detail: `${overflows} overflow(s), ${dropped} dropped${accounted ? "" : `; accounting off: received ${received} + dropped ${dropped} of ${total}, answered ${answered}`}`,
   };
 }
@@ -237,7 +251,7 @@ async function runBlobChild(side, { bytes }) {
     frame,
     cpuSelf: r.cpu,
     jsBusy: r.jsBusy,
-    detail: r.ok ? "" : r.error ?? "wrong blob",
+    detail: r.ok ? "" : (r.error ?? "wrong blob"),
   };
 }
 
@@ -299,48 +313,68 @@ const inProcess = (fn, key) => ({
  */
 export const WORKLOADS = [
   {
-    key: "w1", name: "small events (200 B text, 200/window)", unit: "event",
+    key: "w1",
+    name: "small events (200 B text, 200/window)",
+    unit: "event",
     size: (p) => `${p.small.total.toLocaleString("en")} events`,
     ...inProcess(eventsWorkload, "small"),
     floor: (p) => p.small,
-    kind: "rate", goal: 2.5, cpuGoal: 0.4,
+    kind: "rate",
+    goal: 2.5,
+    cpuGoal: 0.4,
   },
   {
-    key: "w2", name: "64 KiB events (16/window)", unit: "event",
+    key: "w2",
+    name: "64 KiB events (16/window)",
+    unit: "event",
     size: (p) => `${p.big.total.toLocaleString("en")} events`,
     ...inProcess(eventsWorkload, "big"),
     floor: (p) => p.big,
-    kind: "rate", goal: 2.5,
+    kind: "rate",
+    goal: 2.5,
   },
   {
-    key: "w3", name: "sequential state()", unit: "round trip",
+    key: "w3",
+    name: "sequential state()",
+    unit: "round trip",
     size: (p) => `${p.seq.n.toLocaleString("en")} round trips`,
     ...inProcess(sequentialWorkload, "seq"),
     rtFloor: (p) => ["seq", p.seq.n],
-    kind: "rate", goal: 1.3,
+    kind: "rate",
+    goal: 1.3,
   },
   {
-    key: "w4", name: "state(), 64 in flight", unit: "round trip",
+    key: "w4",
+    name: "state(), 64 in flight",
+    unit: "round trip",
     size: (p) => `${p.inflight.n.toLocaleString("en")} round trips`,
     ...inProcess(inflightWorkload, "inflight"),
     rtFloor: (p) => ["inflight", p.inflight.n, p.inflight.depth],
     // A client with a second thread can pass the blocking floor; none passes koma-sim answering alone.
     ceiling: (peer) => peer.state,
-    kind: "rate", goal: 2.0,
+    kind: "rate",
+    goal: 2.0,
   },
   {
-    key: "w5", name: "one big response (fresh process each)",
+    key: "w5",
+    name: "one big response (fresh process each)",
     size: (p) => `frame ${(p.blob.bytes + BLOB_OVERHEAD - 1).toLocaleString("en")} B`,
-    run: (side, p) => runBlobChild(side, p.blob), warm: null,
-    kind: "blob", goal: 2.0, rssGoal: 1.1,
+    run: (side, p) => runBlobChild(side, p.blob),
+    warm: null,
+    kind: "blob",
+    goal: 2.0,
+    rssGoal: 1.1,
   },
   {
-    key: "w6", name: "steady stream, main-thread busy", unit: "event",
+    key: "w6",
+    name: "steady stream, main-thread busy",
+    unit: "event",
     size: (p) => `${(p.steady.rate / 1000).toFixed(0)}k events/s × ${p.steady.seconds} s`,
     ...inProcess(steadyWorkload, "steady"),
     // The floor of a stream: its events in windows of one request's size; its busy share = floor time / the stream's duration.
     floor: (p) => ({ count: p.steady.perRequest, bytes: p.steady.bytes, total: Math.round(p.steady.rate * p.steady.seconds) }),
-    kind: "elu", goal: 0.35,
+    kind: "elu",
+    goal: 0.35,
   },
 ];
 

@@ -28,7 +28,11 @@ if (!target || target.startsWith("--")) throw new Error("--target needs a Rust t
 
 run(process.execPath, [
   join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
-  "build", "--platform", "--release", "--target", target,
+  "build",
+  "--platform",
+  "--release",
+  "--target",
+  target,
   ...(argv.includes("--cross-compile") ? ["--cross-compile"] : []),
 ]);
 run("cargo", ["build", "--release", "-p", "koma-sim", "--target", target]);

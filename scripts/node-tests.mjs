@@ -9,7 +9,10 @@ import { root } from "./lib/repo.mjs";
 
 /** The test files, as paths relative to the root. */
 export function testFiles() {
-  return readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).sort().map((f) => join("__test__", f));
+  return readdirSync(join(root, "__test__"))
+    .filter((f) => f.endsWith(".test.mjs"))
+    .sort()
+    .map((f) => join("__test__", f));
 }
 
 /**
@@ -32,7 +35,10 @@ export function tapCounts(out) {
  */
 export function runNodeTests({ node = process.execPath, files = testFiles(), quiet = false, env = process.env } = {}) {
   const r = spawnSync(node, testArgs(files), {
-    cwd: root, encoding: "utf8", maxBuffer: 256 << 20, env,
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+    env,
   });
   if (!quiet) {
     process.stdout.write(r.stdout);

@@ -52,7 +52,12 @@ async function dryRun() {
     if (flag("--no-build")) {
       say("build", "skipped (--no-build)");
     } else {
-      run(process.execPath, [join(lib.root, "scripts", "build.mjs"), "--target", triple, ...(flag("--cross-compile") ? ["--cross-compile"] : [])]);
+      run(process.execPath, [
+        join(lib.root, "scripts", "build.mjs"),
+        "--target",
+        triple,
+        ...(flag("--cross-compile") ? ["--cross-compile"] : []),
+      ]);
       say("build", `node scripts/build.mjs --target ${triple}: done`);
     }
     say("ok", lib.checkNpmDirs(targets));
@@ -73,7 +78,10 @@ async function dryRun() {
     if (lib.hostPlatform() === target.abi) {
       for (const line of lib.installAndRun([mainTgz, platformTgz], target.abi)) say("ok", line);
     } else {
-      say("skipped", `install and turn: this Node loads @koma/sdk-${lib.hostPlatform()}, not ${target.abi}; run \`node scripts/release-dry.mjs --install ${keep ?? "DIR"}\` where it loads ${target.abi}`);
+      say(
+        "skipped",
+        `install and turn: this Node loads @koma/sdk-${lib.hostPlatform()}, not ${target.abi}; run \`node scripts/release-dry.mjs --install ${keep ?? "DIR"}\` where it loads ${target.abi}`,
+      );
     }
     rmSync(stage, { recursive: true, force: true });
     console.log("release:dry: every check passed");

