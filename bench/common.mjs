@@ -80,6 +80,21 @@ export async function runForResult(script, args, timeoutMs) {
   return { result, code, ended: `${script} ${how}${result ? "" : ` without a result: ${err.slice(-500)}`}` };
 }
 
+/** `n` state() calls on client `c`, `depth` at a time; resolves with how many answered "idle". */
+export async function stateCalls(c, n, depth) {
+  let started = 0;
+  let idle = 0;
+  const worker = async () => {
+    while (started < n) {
+      started++;
+      const s = await c.state();
+      if (s.status === "idle") idle++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(depth, n) }, worker));
+  return idle;
+}
+
 /** `promise`, or a rejection naming `what` if it has not settled after `ms`. */
 export function withTimeout(promise, ms, what) {
   let timer;

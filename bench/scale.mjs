@@ -30,6 +30,7 @@ import {
   procStatus,
   processCpuFine,
   runForResult,
+  stateCalls,
   systemLimits,
   threadCount,
   threadNames,
@@ -88,16 +89,9 @@ export async function scaleRun(side, n, { perClient, depth, cold }) {
     let answered = 0;
     let wrong = 0;
     const one = async (c) => {
-      let started = 0;
-      const worker = async () => {
-        while (started < perClient) {
-          started++;
-          const s = await c.state();
-          if (s.status === "idle") answered++;
-          else wrong++;
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(depth, perClient) }, worker));
+      const idle = await stateCalls(c, perClient, depth);
+      answered += idle;
+      wrong += perClient - idle;
     };
     const pids = clients.map((c) => c.pid);
     const sims = () => pids.reduce((sum, p) => sum + processCpuFine(p), 0);

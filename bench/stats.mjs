@@ -64,28 +64,25 @@ export function summarize(w, runs, floorRuns, peer, p) {
     const ceiling = w.ceiling?.(peer);
     if (ceiling) row.floorCell = `${row.floorCell ?? "–"}; peer alone ${fmtRate(ceiling.rate)} (${fmtX(ceiling.rate / rj)} pure JS)`;
   } else if (w.kind === "blob") {
-    const [ta, tj, tl] = [a, j, l].map((xs) => med(xs, (r) => r.seconds));
-    const [ga, gj, gl] = [a, j, l].map((xs) => med(xs, (r) => r.growth));
+    const times = [a, j, l].map((xs) => med(xs, (r) => r.seconds));
+    const growths = [a, j, l].map((xs) => med(xs, (r) => r.growth));
+    const [ta, tj, tl] = times;
+    const ga = growths[0];
     const frame = a[0]?.frame ?? NaN;
     row.ratio = tj / ta;
     row.ratioRl = tl / ta;
-    row.cells = [
-      [ta, ga],
-      [tj, gj],
-      [tl, gl],
-    ].map(([t, g]) => `${fmtS(t)}, RSS +${fmtMiB(g)} (${fmtX(g / frame)} frame)`);
+    row.cells = times.map((t, i) => `${fmtS(t)}, RSS +${fmtMiB(growths[i])} (${fmtX(growths[i] / frame)} frame)`);
     row.goalText = `≥ ${w.goal.toFixed(1)}× both peers, RSS ≤ ${w.rssGoal}× frame`;
     met.push(["time", Math.min(row.ratio, row.ratioRl) >= w.goal], ["RSS", ga / frame <= w.rssGoal]);
   } else {
-    const [ea, ej, el] = [a, j, l].map((xs) => med(xs, (r) => r.elu));
+    const elus = [a, j, l].map((xs) => med(xs, (r) => r.elu));
+    const [ea, ej, el] = elus;
     const over = (xs) => xs.reduce((s, r) => s + (r.overflows ?? 0), 0);
     row.ratio = ea / ej;
     row.ratioRl = ea / el;
-    row.cells = [
-      [a, ea],
-      [j, ej],
-      [l, el],
-    ].map(([xs, e]) => `busy ${(e * 100).toFixed(1)}% at ${fmtRate(med(xs, (r) => r.rate))}, ${over(xs)} overflow(s)`);
+    row.cells = [a, j, l].map(
+      (xs, i) => `busy ${(elus[i] * 100).toFixed(1)}% at ${fmtRate(med(xs, (r) => r.rate))}, ${over(xs)} overflow(s)`,
+    );
     row.goalText = `≤ ${w.goal.toFixed(2)}× of both peers, no overflow`;
     met.push(["busy", Math.max(row.ratio, row.ratioRl) <= w.goal && over(a) === 0]);
     row.ratioText = `${fmtX(row.ratio)} busy`;

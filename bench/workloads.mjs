@@ -2,7 +2,19 @@
 // how one run of one side is made (in this process, or in a fresh one), and
 // the peer alone (koma-sim with no client in the way).
 import { spawn } from "node:child_process";
-import { SIM, benchEventsInput, childCpu, gc, makeClient, runForResult, simEnv, threadCpu, threadDelta, withTimeout } from "./common.mjs";
+import {
+  SIM,
+  benchEventsInput,
+  childCpu,
+  gc,
+  makeClient,
+  runForResult,
+  simEnv,
+  stateCalls,
+  threadCpu,
+  threadDelta,
+  withTimeout,
+} from "./common.mjs";
 
 const MIB = 1 << 20;
 const FRAME_LIMIT = 41_943_040;
@@ -119,17 +131,8 @@ async function sequentialWorkload(c, { n }) {
 }
 
 async function inflightWorkload(c, { n, depth }) {
-  let started = 0;
-  let idle = 0;
-  const worker = async () => {
-    while (started < n) {
-      started++;
-      const s = await c.state();
-      if (s.status === "idle") idle++;
-    }
-  };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: depth }, worker));
+  const idle = await stateCalls(c, n, depth);
   const seconds = (performance.now() - t0) / 1000;
   return { ok: idle === n, seconds, units: n, rate: n / seconds, detail: idle === n ? "" : `${idle}/${n} idle` };
 }
