@@ -9,7 +9,7 @@
 import { runOne } from "./workloads.mjs";
 
 const [side, key, repeats = "3"] = process.argv.slice(2);
-if (!["addon", "js", "readline"].includes(side) || !/^w[1-6]$/.test(key ?? "")) {
+if (!["addon", "js", "readline"].includes(side) || !/^w[1-6]$/.test(key ?? "") || !(Number(repeats) >= 1)) {
   console.error("usage: node bench/profile-one.mjs addon|js|readline w1..w6 [repeats]");
   process.exit(2);
 }

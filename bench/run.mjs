@@ -201,8 +201,7 @@ async function peerSection() {
  * completed.
  */
 async function workloadSection(w, peer) {
-  const pairs = w.pairs ?? PAIRS;
-  console.log(`\n${w.key} ${w.name}: ${w.size(P)}, ${pairs} round(s)`);
+  console.log(`\n${w.key} ${w.name}: ${w.size(P)}, ${PAIRS} round(s)`);
   // The floor's bytes are captured once (not timed) and held through the rounds.
   const floorRuns = [];
   let capture = null;
@@ -226,7 +225,7 @@ async function workloadSection(w, peer) {
   }
   let rtFloorOn = Boolean(w.rtFloor);
   const runs = { addon: [], js: [], readline: [] };
-  for (let i = 0; i < pairs; i++) {
+  for (let i = 0; i < PAIRS; i++) {
     for (const side of SIDES) {
       const r = await w.run(side, P);
       console.log(fmtRun(w, side, i, r));

@@ -189,13 +189,16 @@ async function runSuite(runtime, suite) {
   const { code, signal, out, err, timedOut } = await capture(cmd, argv, { cwd: root, env, timeoutMs: limitMs, group: true });
   const c = tapCounts(out);
   const problems = [];
-  if (timedOut)
+  if (timedOut) {
+    const lastCheck = out.includes("\n# fail ");
     problems.push(
-      out.includes("\n# fail ")
+      lastCheck
         ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})`
         : `did not finish in ${seconds(limitMs)}`,
     );
-  else if (code !== 0) problems.push(`exit ${code ?? signal}`);
+  } else if (code !== 0) {
+    problems.push(`exit ${code ?? signal}`);
+  }
   if (!(c.tests > 0)) problems.push("no test count in its output");
   else if (c.fail !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
   const ok = problems.length === 0;
@@ -205,7 +208,7 @@ async function runSuite(runtime, suite) {
     console.log(`# tests ${c.tests}, pass ${c.pass}, fail ${c.fail}, skipped ${c.skipped}${skips.length ? `\n${skips.join("\n")}` : ""}`);
   } else {
     process.stdout.write(out);
-    if (!ok || suite !== "node-tests") process.stderr.write(err);
+    process.stderr.write(err);
   }
   const time = Date.now() - begun;
   console.log(`--- ${label}: ${ok ? "ok" : `FAILED (${problems.join("; ")})`}, ${seconds(time)}`);
