@@ -1,20 +1,19 @@
-// Shared by bench/run.mjs, bench/scale.mjs, bench/floor.mjs and
-// bench/rss-one.mjs: the three clients, the sim's environment, CPU, thread,
-// descriptor and child-process accounting from /proc, and a gc() for settling
-// between runs.
+// Shared by the benchmark's modules: the three clients, the sim's
+// environment and its bench_events requests, runs in a fresh process or with a
+// time limit, CPU, thread, descriptor and child-process accounting from /proc,
+// and a gc() for settling between runs.
 import { createRequire } from "node:module";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { root, runScript } from "../scripts/lib/repo.mjs";
 import { PureClient } from "./pure-js-client.mjs";
 import { ReadlineClient } from "./readline-client.mjs";
 
 const require = createRequire(import.meta.url);
-export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const SIM = join(root, "bin", "koma-sim");
 let addon = null;
 /**
@@ -49,35 +48,62 @@ export function makeClient(side) {
 }
 
 /**
+ * The requests for `total` events in bench_events windows of `count` (of
+ * `bytes` text each), then a detach: the input that has koma-sim send those
+ * events and exit. `windows` is the number of bench_events requests.
+ */
+export function benchEventsInput({ count, bytes, total }) {
+  const windows = Math.ceil(total / count);
+  let input = "";
+  for (let i = 1; i <= windows; i++) {
+    input += `{"id":"${i}","method":"bench_events","params":{"count":${count},"bytes":${bytes}}}\n`;
+  }
+  input += `{"id":"${windows + 1}","method":"detach","params":{}}\n`;
+  return { windows, input };
+}
+
+/**
  * Run `bench/<script> ...args` in a fresh Node process, killed after
  * `timeoutMs`. Resolves (never rejects) with the JSON of its last stdout line
  * (`result`, null if there is none) and how it ended: `ended` says so in
  * words, with the end of its stderr, for a run without a result.
  */
-export function runScript(script, args, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, "bench", script), ...args.map(String)], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    let killed = false;
-    const timer = setTimeout(() => {
-      killed = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      let result = null;
-      try {
-        result = JSON.parse(out.trim().split("\n").pop());
-      } catch { /* no result */ }
-      const how = killed ? `killed after ${(timeoutMs / 1000).toFixed(0)} s` : `exited ${code ?? signal}`;
-      resolve({ result, code, ended: `${script} ${how}${result ? "" : ` without a result: ${err.slice(-500)}`}` });
-    });
-  });
+export async function runForResult(script, args, timeoutMs) {
+  const { code, signal, out, err, timedOut } = await runScript(join("bench", script), args, { timeoutMs });
+  let result = null;
+  try {
+    result = JSON.parse(out.trim().split("\n").pop());
+  } catch {
+    // no result
+  }
+  const how = timedOut ? `killed after ${(timeoutMs / 1000).toFixed(0)} s` : `exited ${code ?? signal}`;
+  return { result, code, ended: `${script} ${how}${result ? "" : ` without a result: ${err.slice(-500)}`}` };
+}
+
+/** `n` state() calls on client `c`, `depth` at a time; resolves with how many answered "idle". */
+export async function stateCalls(c, n, depth) {
+  let started = 0;
+  let idle = 0;
+  const worker = async () => {
+    while (started < n) {
+      started++;
+      const s = await c.state();
+      if (s.status === "idle") idle++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(depth, n) }, worker));
+  return idle;
+}
+
+/** `promise`, or a rejection naming `what` if it has not settled after `ms`. */
+export function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, rej) => {
+      timer = setTimeout(() => rej(new Error(`${what}: not done within ${(ms / 1000).toFixed(0)} s`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** A real gc() without --expose-gc on the command line. */
@@ -89,7 +115,9 @@ export const gc = (() => {
 let ticks = 100;
 try {
   ticks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-} catch { /* keep 100 */ }
+} catch {
+  /* keep 100 */
+}
 
 function statTimes(path) {
   try {
@@ -110,7 +138,9 @@ export function threadCpu() {
     let comm = "";
     try {
       comm = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
     out.byTid.set(tid, { t, comm });
   }
   return out;
@@ -138,9 +168,13 @@ export function processCpuFine(pid) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
         ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
   return ns / 1e9;
 }
 
@@ -150,12 +184,10 @@ export function childCpu(pid) {
 }
 
 // ------------------------------------------------------------------ process accounting (Linux /proc)
+// (descriptors, child processes and peak RSS: scripts/lib/proc.mjs)
 
 /** Threads of this process. */
 export const threadCount = () => readdirSync("/proc/self/task").length;
-
-/** Open descriptors of this process (the one that lists them included, every time alike). */
-export const fdCount = () => readdirSync("/proc/self/fd").length;
 
 /** This process's threads by name (comm), e.g. {node: 11, "koma-io": 2}. */
 export function threadNames() {
@@ -180,25 +212,6 @@ export function threadNamesDelta(a, b) {
     if (d !== 0) parts.push(`${k} ${d > 0 ? "+" : ""}${d}`);
   }
   return parts.join(", ");
-}
-
-/** The processes whose parent is this one (zombies included: a zombie is a child not yet reaped), from /proc/<pid>/stat. */
-export function childProcesses() {
-  const me = process.pid;
-  const out = [];
-  for (const d of readdirSync("/proc")) {
-    const c = d.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    let s;
-    try {
-      s = readFileSync(`/proc/${d}/stat`, "latin1");
-    } catch {
-      continue; // gone meanwhile
-    }
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    if (Number(f[1]) === me) out.push({ pid: Number(d), state: f[0] });
-  }
-  return out;
 }
 
 /** A number from /proc/<pid>/status (kB fields in bytes), or null. */
@@ -226,11 +239,15 @@ export function systemLimits() {
       const m = /^Max (open files|processes)\s+(\S+)\s+(\S+)/.exec(line);
       if (m) lim[m[1]] = { soft: m[2] === "unlimited" ? Infinity : Number(m[2]), hard: m[3] === "unlimited" ? Infinity : Number(m[3]) };
     }
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   let tasksNow = NaN;
   try {
     tasksNow = Number(readFileSync("/proc/loadavg", "utf8").split(" ")[3].split("/")[1]);
-  } catch { /* keep NaN */ }
+  } catch {
+    /* keep NaN */
+  }
   const memAvailable = (() => {
     try {
       return Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync("/proc/meminfo", "utf8"))[1]) * 1024;

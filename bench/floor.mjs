@@ -11,7 +11,7 @@
 // length, sequence): the objects escape, so none of the work is optimised away.
 // Every way is timed; the floor is the fastest.
 import { spawn } from "node:child_process";
-import { SIM, simEnv } from "./common.mjs";
+import { SIM, benchEventsInput, simEnv } from "./common.mjs";
 
 const EVENT_PREFIX = Buffer.from('{"type":"event"');
 
@@ -21,12 +21,7 @@ const EVENT_PREFIX = Buffer.from('{"type":"event"');
  * ending with `\n`.
  */
 export function captureEvents({ count, bytes, total }) {
-  const windows = Math.ceil(total / count);
-  let input = "";
-  for (let i = 1; i <= windows; i++) {
-    input += `{"id":"${i}","method":"bench_events","params":{"count":${count},"bytes":${bytes}}}\n`;
-  }
-  input += `{"id":"${windows + 1}","method":"detach","params":{}}\n`;
+  const { windows, input } = benchEventsInput({ count, bytes, total });
   return new Promise((resolve, reject) => {
     const child = spawn(SIM, ["sdk", "serve"], { env: { ...process.env, ...simEnv() }, stdio: ["pipe", "pipe", "ignore"] });
     const chunks = [];

@@ -1,9 +1,8 @@
 // Buckets a `perf script` dump by thread and by what the stack is doing.
-//   cd /tmp && perf record -F 999 --call-graph dwarf,16384 -o /tmp/k.perf -- \
-//     node --perf-basic-prof /work/main/bench/profile-one.mjs addon w1 1
-//   perf script -i /tmp/k.perf | node /work/main/bench/perf-buckets.mjs --hz 999 --per 400000 [--other]
-// (the frequency given to --hz must be the one recorded with; --call-graph dwarf is
-// needed for the addon's frames: the release build has no frame pointers)
+//   perf script -i koma.perf | node "$repo/bench/perf-buckets.mjs" --hz 999 --per 400000 [--other]
+// bench/profile-one.mjs says how to record koma.perf. The frequency given to --hz
+// must be the one recorded with; --call-graph dwarf is needed for the addon's
+// frames (the release build has no frame pointers).
 // --per N: also print microseconds per unit (N units in the whole recording, e.g. events).
 // Each sample goes to the first rule (in order) that matches any frame of its stack.
 import { createInterface } from "node:readline";
@@ -24,7 +23,10 @@ const RULES = [
   ["addon: per-event lock (event_taken)", /Connection::event_taken/],
   ["addon: wake handling (drain/settle)", /Ctx::settle|Connection::drain|Ctx::resolve_results|Ctx::update_hold/],
   ["addon: request path (send/track)", /Client::send|Ctx::track|Connection::request|Ctx::stringify|params::check/],
-  ["addon: napi call overhead", /napi_unwrap|check_object_type_tag|native_borrow|NativeBorrow|FunctionCallbackWrapper|_c_callback|EventStream::next|Client::state|Client::request/],
+  [
+    "addon: napi call overhead",
+    /napi_unwrap|check_object_type_tag|native_borrow|NativeBorrow|FunctionCallbackWrapper|_c_callback|EventStream::next|Client::state|Client::request/,
+  ],
   ["addon: other napi", /napi_/],
   ["io: route/classify (serde)", /frame::classify|connection::route|serde_json/],
   ["io: apply (lock, seq, push)", /Connection::apply/],
@@ -61,7 +63,10 @@ const flush = () => {
   if (bucket === "other" && SHOW_OTHER) {
     let o = otherLeaves.get(thread);
     if (!o) otherLeaves.set(thread, (o = new Map()));
-    const leaf = frames.slice(0, 3).map((f) => f.replace(/\+0x[0-9a-f]+/, "").slice(0, 60)).join(" < ");
+    const leaf = frames
+      .slice(0, 3)
+      .map((f) => f.replace(/\+0x[0-9a-f]+/, "").slice(0, 60))
+      .join(" < ");
     o.set(leaf, (o.get(leaf) ?? 0) + 1);
   }
   let t = samples.get(thread);

@@ -33,8 +33,14 @@ const DETACH_GRACE_MS = 2000;
 const STOP_GRACE_MS = 1000;
 
 const CATALOG = new Set([
-  "state", "turn_started", "output", "tool_call", "tool_result",
-  "approval_requested", "turn_finished", "diagnostic",
+  "state",
+  "turn_started",
+  "output",
+  "tool_call",
+  "tool_result",
+  "approval_requested",
+  "turn_finished",
+  "diagnostic",
 ]);
 
 // Part B's method table: field -> [type, required].
@@ -78,9 +84,12 @@ function checkParams(method, params) {
       if (!spec) throw komaError("invalid_params", `${method}: unknown field \`${k}\``);
       const v = params[k];
       if (v === undefined || v === null) continue;
-      const ok = spec[0] === "string" ? typeof v === "string"
-        : spec[0] === "integer" ? Number.isSafeInteger(v) && v >= 0
-          : v === "allow" || v === "deny";
+      const ok =
+        spec[0] === "string"
+          ? typeof v === "string"
+          : spec[0] === "integer"
+            ? Number.isSafeInteger(v) && v >= 0
+            : v === "allow" || v === "deny";
       if (!ok) throw komaError("invalid_params", `${method}: field \`${k}\` has the wrong type`);
     }
     for (const k of Object.keys(table)) {
@@ -230,7 +239,10 @@ export class PureClient {
     }
     child.stdin.on("error", (e) => {
       // EPIPE: the reader's end of stream usually says more; give it a moment.
-      setTimeout(() => this._fail(komaError("transport_failure", this._withStderr(`writing to koma's stdin failed: ${e.message}`))), 500).unref();
+      setTimeout(
+        () => this._fail(komaError("transport_failure", this._withStderr(`writing to koma's stdin failed: ${e.message}`))),
+        500,
+      ).unref();
     });
     // Every stdio stream closed (after the exit): close() waits for it, so
     // that no descriptor is left behind when it resolves.
@@ -263,7 +275,8 @@ export class PureClient {
   _send(method, params) {
     if (this.phase !== "ready") {
       if (this.phase === "closing" || this.phase === "closed") return Promise.reject(komaError("closed", "the client was closed"));
-      if (this.phase === "ended") return Promise.reject(komaError("lifecycle", "the session was detached: nothing is written after detach"));
+      if (this.phase === "ended")
+        return Promise.reject(komaError("lifecycle", "the session was detached: nothing is written after detach"));
       return Promise.reject(komaError("transport_failure", `the client failed earlier: ${this.failure?.message}`));
     }
     let paramsText;
@@ -287,7 +300,9 @@ export class PureClient {
     const id = String(++this.nextId);
     const line = `{"id":"${id}","method":${JSON.stringify(method)},"params":${paramsText}}`;
     if (line.length > MAX_FRAME_BYTES / 3 && Buffer.byteLength(line) > MAX_FRAME_BYTES) {
-      return Promise.reject(komaError("frame_too_large", `the \`${method}\` request would be over the 40 MiB frame bound; nothing was written`));
+      return Promise.reject(
+        komaError("frame_too_large", `the \`${method}\` request would be over the 40 MiB frame bound; nothing was written`),
+      );
     }
     this.lifecycle = method === "detach" ? "detached" : "open";
     return new Promise((resolve, reject) => {
@@ -386,9 +401,12 @@ export class PureClient {
       const name = f.name;
       if (typeof name !== "string") return this._protocolError("an event whose name is not a string", buf, start, end);
       if (this.lastSeq !== -1 && seq !== this.lastSeq + 1) {
-        const what = seq === this.lastSeq ? `event seq ${seq} repeated`
-          : seq < this.lastSeq ? `event seq ${seq} after ${this.lastSeq} (a step back)`
-            : `event seq ${seq} after ${this.lastSeq} (a gap)`;
+        const what =
+          seq === this.lastSeq
+            ? `event seq ${seq} repeated`
+            : seq < this.lastSeq
+              ? `event seq ${seq} after ${this.lastSeq} (a step back)`
+              : `event seq ${seq} after ${this.lastSeq} (a gap)`;
         return this._protocolError(what);
       }
       this.lastSeq = seq;
@@ -407,7 +425,10 @@ export class PureClient {
       if (hasResult === (error !== undefined)) {
         return this._protocolError("a response must hold exactly one of result and error", buf, start, end);
       }
-      if (!hasResult && (typeof error !== "object" || error === null || typeof error.code !== "string" || typeof error.message !== "string")) {
+      if (
+        !hasResult &&
+        (typeof error !== "object" || error === null || typeof error.code !== "string" || typeof error.message !== "string")
+      ) {
         return this._protocolError("a response error without string code and message", buf, start, end);
       }
       const p = this.pending.get(id);
@@ -416,12 +437,20 @@ export class PureClient {
       if (id === this.detachId) {
         // Settled after the child's exit.
         const result = f.result;
-        this.exitPromise.then(() => (hasResult ? p.resolve(result)
-          : p.reject(komaError("remote", `koma answered detach with ${error.code}: ${error.message}`, { remote: error }))));
+        this.exitPromise.then(() =>
+          hasResult
+            ? p.resolve(result)
+            : p.reject(komaError("remote", `koma answered detach with ${error.code}: ${error.message}`, { remote: error })),
+        );
         return true;
       }
       if (hasResult) p.resolve(f.result);
-      else p.reject(komaError("remote", `koma answered \`${p.method}\` with ${error.code}: ${error.message}`, { remote: { code: error.code, message: error.message, data: error.data } }));
+      else
+        p.reject(
+          komaError("remote", `koma answered \`${p.method}\` with ${error.code}: ${error.message}`, {
+            remote: { code: error.code, message: error.message, data: error.data },
+          }),
+        );
       return true;
     }
     if (type === "hello") {
@@ -433,21 +462,34 @@ export class PureClient {
 
   _hello(f, buf, start, end) {
     if (f.protocol !== 1) {
-      const e = komaError("protocol_mismatch", f.protocol === undefined
-        ? "koma's hello has no protocol field; this SDK speaks protocol 1 only"
-        : `koma's hello says protocol ${JSON.stringify(f.protocol)}; this SDK speaks protocol 1 only`);
+      const e = komaError(
+        "protocol_mismatch",
+        f.protocol === undefined
+          ? "koma's hello has no protocol field; this SDK speaks protocol 1 only"
+          : `koma's hello says protocol ${JSON.stringify(f.protocol)}; this SDK speaks protocol 1 only`,
+      );
       this._fail(e);
       return false;
     }
     const b = f.binary;
     const caps = f.capabilities;
-    if (typeof b !== "object" || b === null || typeof b.path !== "string" || typeof b.version !== "string"
-      || !Array.isArray(f.diagnostics) || !Array.isArray(caps) || !caps.every((c) => typeof c === "string")) {
+    if (
+      typeof b !== "object" ||
+      b === null ||
+      typeof b.path !== "string" ||
+      typeof b.version !== "string" ||
+      !Array.isArray(f.diagnostics) ||
+      !Array.isArray(caps) ||
+      !caps.every((c) => typeof c === "string")
+    ) {
       return this._protocolError("a malformed hello", buf, start, end);
     }
     this.hello = {
-      type: "hello", protocol: 1, binary: { path: b.path, version: b.version },
-      diagnostics: f.diagnostics, capabilities: caps,
+      type: "hello",
+      protocol: 1,
+      binary: { path: b.path, version: b.version },
+      diagnostics: f.diagnostics,
+      capabilities: caps,
     };
     this.capabilities = new Set(caps);
     if (this.phase === "starting") this.phase = "ready";
@@ -557,7 +599,7 @@ export class PureClient {
       return;
     }
     // A transport failure: give the child's last words a moment.
-    Promise.race([this.exitPromise, new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
+    void Promise.race([this.exitPromise, new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
       const what = this.exited
         ? `koma exited (${this.exited.code ?? this.exited.signal}) without detach (stdout ended)`
         : "koma closed its stdout without detach";
@@ -591,18 +633,30 @@ export class PureClient {
     this.pending.clear();
     if (this._rejectHello) this._rejectHello(err);
     this._endEvents(err);
-    this._stopChild();
+    void this._stopChild(); // it never rejects
   }
 
   async _stopChild() {
     const child = this.child;
     if (!child || this.exited !== null || child.pid === undefined) return;
     const waitExit = (ms) => Promise.race([this.exitPromise.then(() => true), new Promise((r) => setTimeout(() => r(false), ms).unref())]);
-    try { child.stdin.end(); } catch { /* gone */ }
+    try {
+      child.stdin.end();
+    } catch {
+      /* gone */
+    }
     if (await waitExit(STOP_GRACE_MS)) return;
-    try { child.kill("SIGTERM"); } catch { /* gone */ }
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      /* gone */
+    }
     if (await waitExit(STOP_GRACE_MS)) return;
-    try { child.kill("SIGKILL"); } catch { /* gone */ }
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      /* gone */
+    }
     await this.exitPromise;
   }
 
@@ -613,7 +667,11 @@ export class PureClient {
     const closed = await Promise.race([this.stdioClosed.then(() => true), new Promise((r) => setTimeout(() => r(false), 300).unref())]);
     if (closed) return;
     for (const s of [child.stdin, child.stdout, child.stderr]) {
-      try { s?.destroy(); } catch { /* gone */ }
+      try {
+        s?.destroy();
+      } catch {
+        /* gone */
+      }
     }
   }
 
@@ -634,10 +692,7 @@ export class PureClient {
     if (this.phase === "ready" && this.lifecycle !== "detached" && this.capabilities.has("detach")) {
       const detached = this._send("detach").catch(() => {});
       this.phase = "closing";
-      await Promise.race([
-        Promise.all([detached, this.exitPromise]),
-        new Promise((r) => setTimeout(r, DETACH_GRACE_MS).unref()),
-      ]);
+      await Promise.race([Promise.all([detached, this.exitPromise]), new Promise((r) => setTimeout(r, DETACH_GRACE_MS).unref())]);
     }
     this.phase = "closing";
     await this._stopChild();

@@ -40,7 +40,7 @@ export class ReadlineClient extends PureClient {
       // can come while lines still wait in the iterator's queue).
       this._onEnd();
     };
-    read();
+    void read(); // it catches what it can fail with
   }
 
   /** One line as readline hands it over (decoded, without its terminator). False: stop (fatal). */

@@ -8,28 +8,8 @@
 // /proc/self/clear_refs). Not resourceUsage().maxRSS: Linux carries that
 // across fork and exec, so it starts at the RSS of the process that spawned
 // this one (the benchmark runner, hundreds of MiB after the event workloads).
-import { readFileSync, writeFileSync } from "node:fs";
+import { peakRss, resetPeak } from "../scripts/lib/proc.mjs";
 import { gc, makeClient } from "./common.mjs";
-
-/** Peak RSS in bytes since the last reset (VmHWM), or null where /proc has none. */
-function peakRss() {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
-    return m ? Number(m[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Reset the peak to the current RSS; false where that is not possible. */
-function resetPeak() {
-  try {
-    writeFileSync("/proc/self/clear_refs", "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const side = process.argv[2];
 if (!["addon", "js", "readline"].includes(side)) {

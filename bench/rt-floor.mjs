@@ -150,14 +150,17 @@ function run(mode, n, depth) {
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const ch1 = childCpu(child.pid);
-  writeSync(toSim, `{"id":"${++id}","method":"detach","params":{}}\n`);
+  writeSync(toSim, `{"id":"${id + 1}","method":"detach","params":{}}\n`);
   line();
   closeSync(toSim);
   closeSync(fromSim);
   const ok = idle === n && wrongId === 0;
   return {
     child,
-    ok, seconds, units: n, rate: n / seconds,
+    ok,
+    seconds,
+    units: n,
+    rate: n / seconds,
     cpuSelf: (cpu.user + cpu.system) / 1e6,
     cpuChild: ch0 !== null && ch1 !== null ? ch1 - ch0 : NaN,
     detail: ok ? "" : `${idle}/${n} idle, ${wrongId} answers with an id not in flight`,

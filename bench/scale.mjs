@@ -22,17 +22,21 @@
 // "Before" is after one warm-up client (created, probed, closed): what a
 // process sets up once for its first child (libuv's child-signal pipe, the
 // addon's runtime) is in the baseline of RSS, descriptors and threads left.
-import { SIDE_NAME, runScript, childProcesses, fdCount, gc, makeClient, procStatus, processCpuFine, systemLimits, threadCount, threadNames, threadNamesDelta } from "./common.mjs";
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, rej) => {
-      timer = setTimeout(() => rej(new Error(`${what}: not done within ${(ms / 1000).toFixed(0)} s`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
+import { childProcesses, fdCount } from "../scripts/lib/proc.mjs";
+import {
+  SIDE_NAME,
+  gc,
+  makeClient,
+  procStatus,
+  processCpuFine,
+  runForResult,
+  stateCalls,
+  systemLimits,
+  threadCount,
+  threadNames,
+  threadNamesDelta,
+  withTimeout,
+} from "./common.mjs";
 
 const rss = () => process.memoryUsage.rss();
 
@@ -53,7 +57,11 @@ export async function scaleRun(side, n, { perClient, depth, cold }) {
     // ---- warm-up: one client, then the baseline
     const w = makeClient(side);
     try {
-      await withTimeout(w.probe().then(() => w.state()), 20_000, "the warm-up client");
+      await withTimeout(
+        w.probe().then(() => w.state()),
+        20_000,
+        "the warm-up client",
+      );
     } finally {
       await w.close();
     }
@@ -81,16 +89,9 @@ export async function scaleRun(side, n, { perClient, depth, cold }) {
     let answered = 0;
     let wrong = 0;
     const one = async (c) => {
-      let started = 0;
-      const worker = async () => {
-        while (started < perClient) {
-          started++;
-          const s = await c.state();
-          if (s.status === "idle") answered++;
-          else wrong++;
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(depth, perClient) }, worker));
+      const idle = await stateCalls(c, perClient, depth);
+      answered += idle;
+      wrong += perClient - idle;
     };
     const pids = clients.map((c) => c.pid);
     const sims = () => pids.reduce((sum, p) => sum + processCpuFine(p), 0);
@@ -142,7 +143,10 @@ async function closeAndCount(r, clients, before, problem) {
       }
       const kids = childProcesses().length - before.children;
       const fds = fdCount() - before.fds;
-      const later = kids <= 0 && fds <= 0 ? `all gone ${waited} ms later (after a gc)` : `${waited} ms later (after a gc): ${kids} children, ${fds} descriptors still there`;
+      const later =
+        kids <= 0 && fds <= 0
+          ? `all gone ${waited} ms later (after a gc)`
+          : `${waited} ms later (after a gc): ${kids} children, ${fds} descriptors still there`;
       if (r.childrenLeft > before.children) {
         problem(`${r.childrenLeft} child process(es) left after close() (${r.zombiesLeft} zombie(s); ${before.children} before)`);
       }
@@ -156,12 +160,21 @@ export function fmtScaleRun(r) {
   const kib = (b) => `${(b / 1024).toFixed(1)} KiB`;
   const parts = [];
   if (Number.isFinite(r.startMs)) parts.push(`start ${r.startMs.toFixed(0)} ms`);
-  if (Number.isFinite(r.threadsAdded)) parts.push(`threads +${r.threadsAdded}${r.threadsWhich ? ` (${r.threadsWhich})` : ""}, +${r.threadsOverWarm} over the warm-up`);
+  if (Number.isFinite(r.threadsAdded))
+    parts.push(`threads +${r.threadsAdded}${r.threadsWhich ? ` (${r.threadsWhich})` : ""}, +${r.threadsOverWarm} over the warm-up`);
   if (Number.isFinite(r.fdsOpen)) parts.push(`fds +${r.fdsOpen}`);
-  if (Number.isFinite(r.rssPerClient)) parts.push(`RSS ${kib(r.rssPerClient)}/idle client${r.simRss ? ` (not counted: koma-sim ${(r.simRss / 1048576).toFixed(1)} MiB, ${r.simThreads} threads each)` : ""}`);
-  if (Number.isFinite(r.reqRate)) parts.push(`${(r.reqRate / 1000).toFixed(1)} k req/s (${r.requests} in ${r.reqSeconds.toFixed(2)} s; CPU per request ${(r.reqCpuSelf * 1e6).toFixed(1)} µs here, ${(r.reqCpuSims * 1e6).toFixed(1)} µs koma-sims)`);
+  if (Number.isFinite(r.rssPerClient))
+    parts.push(
+      `RSS ${kib(r.rssPerClient)}/idle client${r.simRss ? ` (not counted: koma-sim ${(r.simRss / 1048576).toFixed(1)} MiB, ${r.simThreads} threads each)` : ""}`,
+    );
+  if (Number.isFinite(r.reqRate))
+    parts.push(
+      `${(r.reqRate / 1000).toFixed(1)} k req/s (${r.requests} in ${r.reqSeconds.toFixed(2)} s; CPU per request ${(r.reqCpuSelf * 1e6).toFixed(1)} µs here, ${(r.reqCpuSims * 1e6).toFixed(1)} µs koma-sims)`,
+    );
   if (!Number.isFinite(r.closeMs)) return `${SIDE_NAME[r.side].padEnd(7)} N=${r.n}: ${parts.join(", ")}`;
-  parts.push(`close ${r.closeMs.toFixed(0)} ms: ${r.childrenLeft} children left, fds ${r.fdsOver >= 0 ? "+" : ""}${r.fdsOver} and threads ${r.threadsOver >= 0 ? "+" : ""}${r.threadsOver} vs before`);
+  parts.push(
+    `close ${r.closeMs.toFixed(0)} ms: ${r.childrenLeft} children left, fds ${r.fdsOver >= 0 ? "+" : ""}${r.fdsOver} and threads ${r.threadsOver >= 0 ? "+" : ""}${r.threadsOver} vs before`,
+  );
   return `${SIDE_NAME[r.side].padEnd(7)} N=${r.n}: ${parts.join(", ")}`;
 }
 
@@ -181,15 +194,24 @@ export function scaleCapacity(perClient) {
   const fdPer = Math.max(3, perClient.fds);
   const base = Math.max(fdsNow, perClient.baseFds ?? 0);
   const fdMax = Math.floor((lim.nofile.soft - base - 128) / (fdPer * 1.25));
-  caps.push({ max: fdMax, why: `open files: soft limit ${lim.nofile.soft}, hard ${lim.nofile.hard}, ${base} open before the clients, ${fdPer} per client (and a quarter more while they start)` });
+  caps.push({
+    max: fdMax,
+    why: `open files: soft limit ${lim.nofile.soft}, hard ${lim.nofile.hard}, ${base} open before the clients, ${fdPer} per client (and a quarter more while they start)`,
+  });
   // Tasks: every koma-sim's threads plus the threads the client side adds, against the whole system's room.
   const taskPer = Math.max(1, perClient.simThreads) + Math.max(0, perClient.threads);
   const room = Math.min(lim.pidMax, lim.threadsMax, lim.nproc.soft) - lim.tasksNow - 256;
-  caps.push({ max: Math.floor(room / taskPer), why: `tasks: pid_max ${lim.pidMax}, threads-max ${lim.threadsMax}, max user processes ${lim.nproc.soft}, ${lim.tasksNow} tasks running now, ${taskPer} per client (koma-sim's threads and the client's)` });
+  caps.push({
+    max: Math.floor(room / taskPer),
+    why: `tasks: pid_max ${lim.pidMax}, threads-max ${lim.threadsMax}, max user processes ${lim.nproc.soft}, ${lim.tasksNow} tasks running now, ${taskPer} per client (koma-sim's threads and the client's)`,
+  });
   // Memory: every koma-sim (its RSS, shared pages counted as its own), plus
   // 512 KiB for this process's share (a few times what a client measures).
   const memPer = (perClient.simRss || 4 << 20) + (512 << 10);
-  caps.push({ max: Math.floor((lim.memAvailable * 0.7) / (memPer * 1.5)), why: `memory: ${(lim.memAvailable / 1073741824).toFixed(1)} GiB available, about ${(memPer / 1048576).toFixed(1)} MiB per client and its koma-sim` });
+  caps.push({
+    max: Math.floor((lim.memAvailable * 0.7) / (memPer * 1.5)),
+    why: `memory: ${(lim.memAvailable / 1073741824).toFixed(1)} GiB available, about ${(memPer / 1048576).toFixed(1)} MiB per client and its koma-sim`,
+  });
   const valid = caps.filter((c) => Number.isFinite(c.max));
   const binding = valid.reduce((a, b) => (b.max < a.max ? b : a), { max: Infinity, why: "no limit known" });
   return { max: binding.max, binding: binding.why, all: caps, limits: lim };
@@ -197,7 +219,7 @@ export function scaleCapacity(perClient) {
 
 /** One run in a fresh Node process (bench/scale-one.mjs); resolves with its result, never rejects. */
 export async function scaleInChild(side, n, { perClient, depth }, timeoutMs) {
-  const { result, code, ended } = await runScript("scale-one.mjs", [side, n, perClient, depth], timeoutMs);
+  const { result, code, ended } = await runForResult("scale-one.mjs", [side, n, perClient, depth], timeoutMs);
   const r = result ?? { side, n, ok: false, detail: ended };
   if (r.ok && code !== 0) {
     r.ok = false;

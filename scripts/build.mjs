@@ -9,12 +9,10 @@
 //                                           the addon through `napi build -x`
 //                                           (cargo-zigbuild, needs zig): a musl addon
 //                                           from a glibc machine
-import { execFileSync } from "node:child_process";
 import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { root, run, rustHost } from "./lib/repo.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const exe = process.platform === "win32" ? "koma-sim.exe" : "koma-sim";
 const simOut = join(root, "bin", exe);
 const hasAddon = () => readdirSync(root).some((f) => f.endsWith(".node"));
@@ -24,14 +22,17 @@ if (argv.includes("--if-needed") && hasAddon() && existsSync(simOut)) {
   process.exit(0);
 }
 
-const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+const host = rustHost();
 const target = argv.includes("--target") ? argv[argv.indexOf("--target") + 1] : host;
 if (!target || target.startsWith("--")) throw new Error("--target needs a Rust target triple");
-const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: "inherit" });
 
 run(process.execPath, [
   join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
-  "build", "--platform", "--release", "--target", target,
+  "build",
+  "--platform",
+  "--release",
+  "--target",
+  target,
   ...(argv.includes("--cross-compile") ? ["--cross-compile"] : []),
 ]);
 run("cargo", ["build", "--release", "-p", "koma-sim", "--target", target]);

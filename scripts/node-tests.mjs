@@ -1,17 +1,32 @@
 // Run the Node test files (`__test__/*.test.mjs`) with Node's test runner and
 // check the TAP counts (a count of zero fails: Node 20's `--test` with a
-// directory argument finds nothing and exits 0). Used by `npm test` and
-// `npm run test:stress`.
+// directory argument finds nothing and exits 0). Used by `npm test`,
+// `npm run test:stress` and `npm run test:runtimes`.
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-
-export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { join } from "node:path";
+import { root } from "./lib/repo.mjs";
 
 /** The test files, as paths relative to the root. */
 export function testFiles() {
-  return readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).sort().map((f) => join("__test__", f));
+  return readdirSync(join(root, "__test__"))
+    .filter((f) => f.endsWith(".test.mjs"))
+    .sort()
+    .map((f) => join("__test__", f));
+}
+
+/**
+ * Node's arguments that run `files` with the TAP reporter, two files at a
+ * time unless `concurrency` is false (Node 20.4 has no --test-concurrency).
+ */
+export function testArgs(files = testFiles(), { concurrency = true } = {}) {
+  return ["--test", "--test-reporter=tap", ...(concurrency ? ["--test-concurrency=2"] : []), ...files];
+}
+
+/** The counts at the end of a TAP stream: {tests, pass, fail, skipped}; NaN for a count that is missing (skipped: 0). */
+export function tapCounts(out) {
+  const n = (k) => Number((out.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
+  return { tests: n("tests"), pass: n("pass"), fail: n("fail"), skipped: n("skipped") || 0 };
 }
 
 /**
@@ -19,15 +34,17 @@ export function testFiles() {
  * fail, output}; `quiet` keeps the TAP output to the returned string.
  */
 export function runNodeTests({ node = process.execPath, files = testFiles(), quiet = false, env = process.env } = {}) {
-  const r = spawnSync(node, ["--test", "--test-reporter=tap", "--test-concurrency=2", ...files], {
-    cwd: root, encoding: "utf8", maxBuffer: 256 << 20, env,
+  const r = spawnSync(node, testArgs(files), {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+    env,
   });
   if (!quiet) {
     process.stdout.write(r.stdout);
     process.stderr.write(r.stderr);
   }
-  const count = (k) => Number((r.stdout.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
-  const [tests, pass, fail] = [count("tests"), count("pass"), count("fail")];
+  const { tests, pass, fail } = tapCounts(r.stdout);
   const ok = r.status === 0 && files.length > 0 && tests > 0 && fail === 0 && pass === tests;
   return { ok, tests, pass, fail, status: r.status, output: r.stdout + r.stderr };
 }

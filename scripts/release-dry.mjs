@@ -23,10 +23,10 @@
 //       the publish job: check every tarball under DIR, require the main
 //       package and one package per napi target, and write DIR/publish-order.txt
 //       (the platform packages, then the main package)
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import { run } from "./lib/repo.mjs";
 import * as lib from "./release-lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -52,9 +52,12 @@ async function dryRun() {
     if (flag("--no-build")) {
       say("build", "skipped (--no-build)");
     } else {
-      const args = [join(lib.root, "scripts", "build.mjs"), "--target", triple, ...(flag("--cross-compile") ? ["--cross-compile"] : [])];
-      const r = spawnSync(process.execPath, args, { cwd: lib.root, stdio: "inherit" });
-      if (r.status !== 0) throw new Error(`the build failed (exit ${r.status ?? r.signal})`);
+      run(process.execPath, [
+        join(lib.root, "scripts", "build.mjs"),
+        "--target",
+        triple,
+        ...(flag("--cross-compile") ? ["--cross-compile"] : []),
+      ]);
       say("build", `node scripts/build.mjs --target ${triple}: done`);
     }
     say("ok", lib.checkNpmDirs(targets));
@@ -75,7 +78,10 @@ async function dryRun() {
     if (lib.hostPlatform() === target.abi) {
       for (const line of lib.installAndRun([mainTgz, platformTgz], target.abi)) say("ok", line);
     } else {
-      say("skipped", `install and turn: this Node loads @koma/sdk-${lib.hostPlatform()}, not ${target.abi}; run \`node scripts/release-dry.mjs --install ${keep ?? "DIR"}\` where it loads ${target.abi}`);
+      say(
+        "skipped",
+        `install and turn: this Node loads @koma/sdk-${lib.hostPlatform()}, not ${target.abi}; run \`node scripts/release-dry.mjs --install ${keep ?? "DIR"}\` where it loads ${target.abi}`,
+      );
     }
     rmSync(stage, { recursive: true, force: true });
     console.log("release:dry: every check passed");

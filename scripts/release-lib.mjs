@@ -9,13 +9,25 @@
 // every Node the package supports, 20.4 included, and `--install` in a bare
 // Node container).
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
+import { root } from "./lib/repo.mjs";
 
-export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export { root, rustHost } from "./lib/repo.mjs";
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
 /**
@@ -44,11 +56,6 @@ export async function readTargets() {
   });
 }
 
-/** The Rust host triple (what `cargo build` builds for by default). */
-export function rustHost() {
-  return execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
-}
-
 /**
  * The platform package this Node would load (napi-rs's suffix, e.g.
  * "linux-x64-musl"), found the way sim.js and index.js find it.
@@ -75,7 +82,8 @@ const npmEnv = () => {
   for (const k of Object.keys(env)) if (/^npm_(lifecycle|package)_/.test(k)) delete env[k];
   return env;
 };
-export const npm = (args, cwd, env = npmEnv()) => execFileSync("npm", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+export const npm = (args, cwd, env = npmEnv()) =>
+  execFileSync("npm", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 // ---------------------------------------------------------------- layout
 
@@ -110,8 +118,12 @@ export function layoutPlatform(target, dir) {
   manifest.version = rootManifest().version;
   const addon = `${binaryName()}.${target.abi}.node`;
   const sim = join(root, "target", target.triple, "release", simFile(target.platform));
-  for (const [what, path] of [["the addon", join(root, addon)], ["koma-sim", sim]]) {
-    if (!existsSync(path)) throw new Error(`layout of ${target.abi}: ${what} is not built (${path}); run \`node scripts/build.mjs --target ${target.triple}\``);
+  for (const [what, path] of [
+    ["the addon", join(root, addon)],
+    ["koma-sim", sim],
+  ]) {
+    if (!existsSync(path))
+      throw new Error(`layout of ${target.abi}: ${what} is not built (${path}); run \`node scripts/build.mjs --target ${target.triple}\``);
   }
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -175,21 +187,35 @@ export function inspectBinary(data) {
   if (data.length >= 64 && data.readUInt32BE(0) === 0x7f454c46) return inspectElf(data);
   if (data.length >= 32 && data.readUInt32LE(0) === 0xfeedfacf) {
     const filetype = data.readUInt32LE(12);
-    return { format: "macho", cpu: MACHO_CPUS[data.readUInt32LE(4)] ?? `cputype ${data.readUInt32LE(4)}`, kind: filetype === 2 ? "executable" : filetype === 6 || filetype === 8 ? "shared" : `filetype ${filetype}`, libc: null, needs: [] };
+    return {
+      format: "macho",
+      cpu: MACHO_CPUS[data.readUInt32LE(4)] ?? `cputype ${data.readUInt32LE(4)}`,
+      kind: filetype === 2 ? "executable" : filetype === 6 || filetype === 8 ? "shared" : `filetype ${filetype}`,
+      libc: null,
+      needs: [],
+    };
   }
-  if (data.length >= 8 && [0xcafebabe, 0xcafebabf].includes(data.readUInt32BE(0))) return { format: "macho-universal", cpu: "several", kind: "unknown", libc: null, needs: [] };
+  if (data.length >= 8 && [0xcafebabe, 0xcafebabf].includes(data.readUInt32BE(0)))
+    return { format: "macho-universal", cpu: "several", kind: "unknown", libc: null, needs: [] };
   if (data.length >= 64 && data.readUInt16LE(0) === 0x5a4d) {
     const pe = data.readUInt32LE(0x3c);
     if (pe + 24 <= data.length && data.readUInt32LE(pe) === 0x00004550) {
       const characteristics = data.readUInt16LE(pe + 22);
-      return { format: "pe", cpu: PE_MACHINES[data.readUInt16LE(pe + 4)] ?? "unknown", kind: characteristics & 0x2000 ? "shared" : "executable", libc: null, needs: [] };
+      return {
+        format: "pe",
+        cpu: PE_MACHINES[data.readUInt16LE(pe + 4)] ?? "unknown",
+        kind: characteristics & 0x2000 ? "shared" : "executable",
+        libc: null,
+        needs: [],
+      };
     }
   }
   return null;
 }
 
 function inspectElf(data) {
-  if (data[4] !== 2 || data[5] !== 1) return { format: "elf", cpu: `class ${data[4]} data ${data[5]}`, kind: "unknown", libc: null, needs: [] };
+  if (data[4] !== 2 || data[5] !== 1)
+    return { format: "elf", cpu: `class ${data[4]} data ${data[5]}`, kind: "unknown", libc: null, needs: [] };
   const type = data.readUInt16LE(16);
   const cpu = ELF_MACHINES[data.readUInt16LE(18)] ?? `machine ${data.readUInt16LE(18)}`;
   const phoff = Number(data.readBigUInt64LE(32));
@@ -240,9 +266,12 @@ function checkBinary(label, data, target, kind) {
   if (info.cpu !== target.arch) problems.push(`cpu ${info.cpu}, not ${target.arch}`);
   // A static kind of executable runs on either C library; the addon is loaded into Node and must use Node's.
   if (target.libc && info.libc !== target.libc && !(kind === "executable" && info.libc === "static")) {
-    problems.push(`C library ${info.libc} (needs ${info.needs.join(", ") || "nothing"}${info.interp ? `, interpreter ${info.interp}` : ""}), not ${target.libc}`);
+    problems.push(
+      `C library ${info.libc} (needs ${info.needs.join(", ") || "nothing"}${info.interp ? `, interpreter ${info.interp}` : ""}), not ${target.libc}`,
+    );
   }
-  if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static")) problems.push(`a ${info.kind}, not a ${kind}`);
+  if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static"))
+    problems.push(`a ${info.kind}, not a ${kind}`);
   if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
   return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}`;
 }
@@ -277,17 +306,20 @@ export function checkMain(file, { targets }) {
   const m = manifestOf(entries, file);
   const id = `${name}@${version}`;
   if (m.name !== name || m.version !== version) fail(`${basename(file)}: holds ${m.name}@${m.version}, not ${id}`);
-  for (const field of ["os", "cpu", "libc"]) if (m[field] !== undefined) fail(`${id}: the main package must not restrict ${field} (it is ${JSON.stringify(m[field])})`);
+  for (const field of ["os", "cpu", "libc"])
+    if (m[field] !== undefined) fail(`${id}: the main package must not restrict ${field} (it is ${JSON.stringify(m[field])})`);
   const expected = new Set(["package.json", ...declared]);
   const paths = entries.map((e) => e.path);
   for (const p of paths) if (!expected.has(p)) fail(`${id}: carries ${p}, which is not in package.json's files`);
   for (const p of expected) if (!paths.includes(p)) fail(`${id}: lacks ${p}`);
   for (const e of entries) {
     const info = inspectBinary(e.data);
-    if (info || e.path.endsWith(".node") || /(^|\/)koma-sim(\.exe)?$/.test(e.path)) fail(`${id}: carries a platform binary: ${e.path}${info ? ` (${info.format} ${info.cpu})` : ""}`);
+    if (info || e.path.endsWith(".node") || /(^|\/)koma-sim(\.exe)?$/.test(e.path))
+      fail(`${id}: carries a platform binary: ${e.path}${info ? ` (${info.format} ${info.cpu})` : ""}`);
   }
   const wanted = Object.fromEntries(targets.map((t) => [`${name}-${t.abi}`, version]));
-  if (!same(m.optionalDependencies, wanted)) fail(`${id}: optionalDependencies are ${JSON.stringify(m.optionalDependencies)}, not ${JSON.stringify(wanted)}`);
+  if (!same(m.optionalDependencies, wanted))
+    fail(`${id}: optionalDependencies are ${JSON.stringify(m.optionalDependencies)}, not ${JSON.stringify(wanted)}`);
   if (!same(m.bin, bin)) fail(`${id}: bin is ${JSON.stringify(m.bin)}, not ${JSON.stringify(bin)}`);
   for (const script of Object.values(m.bin)) {
     const e = entries.find((x) => x.path === script);
@@ -319,7 +351,10 @@ export function checkPlatform(file, target) {
   const simEntry = entries.find((e) => e.path === sim);
   const s = checkBinary(`${id}: ${sim}`, simEntry.data, target, "executable");
   if ((simEntry.mode & 0o111) !== 0o111) fail(`${id}: ${sim} is not executable (mode ${simEntry.mode.toString(8)})`);
-  const fields = ["os", "cpu", "libc"].filter((f) => m[f]).map((f) => `${f} ${JSON.stringify(m[f])}`).join(" ");
+  const fields = ["os", "cpu", "libc"]
+    .filter((f) => m[f])
+    .map((f) => `${f} ${JSON.stringify(m[f])}`)
+    .join(" ");
   return `${id}: ${addon} (${a}); ${sim} (${s}, mode ${(simEntry.mode & 0o777).toString(8)}); ${fields}`;
 }
 
@@ -334,7 +369,8 @@ export function checkPlatformManifest(m, target, id = m.name) {
   const libc = target.libc ? [target.libc] : undefined;
   if (!same(m.libc, libc)) problems.push(`libc ${JSON.stringify(m.libc)}, not ${JSON.stringify(libc)}`);
   if (m.main !== addon) problems.push(`main ${m.main}, not ${addon}`);
-  if (!same([...(m.files ?? [])].sort(), [addon, simFile(target.platform)].sort())) problems.push(`files ${JSON.stringify(m.files)}, not ["${addon}", "${simFile(target.platform)}"]`);
+  if (!same([...(m.files ?? [])].sort(), [addon, simFile(target.platform)].sort()))
+    problems.push(`files ${JSON.stringify(m.files)}, not ["${addon}", "${simFile(target.platform)}"]`);
   if (problems.length) fail(`${id} (${target.triple}): ${problems.join("; ")}`);
 }
 
@@ -343,7 +379,8 @@ export function checkNpmDirs(targets) {
   const dirs = readdirSync(join(root, "npm")).sort();
   const abis = targets.map((t) => t.abi).sort();
   if (!same(dirs, abis)) fail(`npm/ holds ${dirs.join(", ")}; napi.targets give ${abis.join(", ")}`);
-  for (const t of targets) checkPlatformManifest(JSON.parse(readFileSync(join(root, "npm", t.abi, "package.json"), "utf8")), t, `npm/${t.abi}/package.json`);
+  for (const t of targets)
+    checkPlatformManifest(JSON.parse(readFileSync(join(root, "npm", t.abi, "package.json"), "utf8")), t, `npm/${t.abi}/package.json`);
   return `npm/: ${dirs.length} platform packages, one per napi target, with matching name, os, cpu, libc, main and files`;
 }
 
@@ -397,11 +434,14 @@ export function installAndRun(tarballs, platform) {
     if (!got.addon || !inside(got.addon)) fail(`the addon came from ${got.addon}, not from ${pkgDir}`);
     if (got.finished !== "completed" || !(got.output > 0)) fail(`the turn: ${r.stdout}`);
     const rel = (p) => relative(app, p).split(sep).join("/");
-    lines.push(`turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}`);
+    lines.push(
+      `turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}`,
+    );
 
     const bin = join(app, "node_modules", ".bin", "koma-sim");
     const v = spawnSync(bin, ["--version"], { cwd: app, env: runEnv, encoding: "utf8" });
-    if (v.status !== 0 || !/^koma-sim \d/.test(v.stdout)) fail(`node_modules/.bin/koma-sim --version: exit ${v.status}, ${v.stdout}${v.stderr}`);
+    if (v.status !== 0 || !/^koma-sim \d/.test(v.stdout))
+      fail(`node_modules/.bin/koma-sim --version: exit ${v.status}, ${v.stdout}${v.stderr}`);
     lines.push(`node_modules/.bin/koma-sim --version: ${v.stdout.trim()}`);
     return lines;
   } finally {

@@ -11,14 +11,13 @@
 //   state machine (full run only): the core's state-machine test
 //          (crates/koma-transport/tests/state_machine.rs) in its long mode,
 //          1,000,000 interleavings (KOMA_SM_CASES; `npm test` runs 10,000).
-import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { createRequire } from "node:module";
+import { childProcesses, fdCount, peakRss, resetPeak } from "./lib/proc.mjs";
+import { root, run, rustHost } from "./lib/repo.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { Client } = createRequire(import.meta.url)(join(root, "index.js"));
 const SIM = join(root, "bin", "koma-sim");
 const short = process.argv.includes("--short");
@@ -66,17 +65,11 @@ async function soak() {
   const start = window[0].rss;
   const max = Math.max(...window.map((s) => s.rss));
   const growth = max - start;
-  console.log(`soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`);
+  console.log(
+    `soak: ${events} events, ${requests} requests; RSS at 20%: ${mib(start)} MiB, max after: ${mib(max)} MiB, growth ${mib(growth)} MiB`,
+  );
   console.log(`soak: RSS samples (MiB): ${samples.map((s) => mib(s.rss)).join(" ")}`);
   if (growth > Math.max(16 * 2 ** 20, start * 0.15)) fail(`RSS grew by ${mib(growth)} MiB after 20% of the run`);
-}
-
-/** Peak RSS since the last reset (VmHWM), after resetting it to now (Linux). */
-function resetPeak() {
-  writeFileSync("/proc/self/clear_refs", "5");
-}
-function peakRss() {
-  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))[1]) * 1024;
 }
 
 async function strings() {
@@ -85,10 +78,13 @@ async function strings() {
   const it = client.events();
   globalThis.gc?.();
   const before = process.memoryUsage.rss();
-  resetPeak();
+  if (!resetPeak()) throw new Error("the peak RSS cannot be reset here (/proc/self/clear_refs)");
   let passed = 0;
   let count = 0;
-  for (const [bytes, perWindow] of [[64 * 1024, 64], [1_500_000, 16]]) {
+  for (const [bytes, perWindow] of [
+    [64 * 1024, 64],
+    [1_500_000, 16],
+  ]) {
     const windows = Math.ceil(cfg.stringBytes / 2 / (bytes * perWindow));
     for (let w = 0; w < windows; w++) {
       const answered = client.request("bench_events", { count: perWindow, bytes });
@@ -112,67 +108,59 @@ async function strings() {
   if (growth > 256 * 2 ** 20) fail(`RSS grew by ${mib(growth)} MiB while long strings streamed`);
 }
 
-const fds = () => readdirSync("/proc/self/fd").length;
-function children() {
-  const mine = [];
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === process.pid) mine.push({ pid: Number(d), state: fields[0] });
-    } catch {}
-  }
-  return mine;
-}
-
 async function churn() {
   const warm = new Client({ executable: SIM, env });
   await warm.state();
   await warm.close();
-  const fdsBefore = fds();
+  const fdsBefore = fdCount();
   for (let i = 0; i < cfg.churn; i++) {
     const c = new Client({ executable: SIM, env });
     await c.create({});
     await c.state();
     await c.close();
   }
-  const left = children();
-  const fdsAfter = fds();
-  console.log(`churn: ${cfg.churn} clients opened and closed; processes left: ${left.length} (zombies: ${left.filter((c) => c.state === "Z").length}); fds before ${fdsBefore}, after ${fdsAfter}`);
+  const left = childProcesses();
+  const fdsAfter = fdCount();
+  console.log(
+    `churn: ${cfg.churn} clients opened and closed; processes left: ${left.length} (zombies: ${left.filter((c) => c.state === "Z").length}); fds before ${fdsBefore}, after ${fdsAfter}`,
+  );
   if (left.length) fail(`processes left behind: ${JSON.stringify(left)}`);
   if (fdsAfter > fdsBefore) fail(`file descriptors leaked: ${fdsBefore} -> ${fdsAfter}`);
 
   const clients = Array.from({ length: cfg.parallel }, () => new Client({ executable: SIM, env }));
-  const counts = await Promise.all(clients.map(async (c) => {
-    await c.create({});
-    let ok = 0;
-    const inflight = [];
-    for (let i = 0; i < cfg.each; i++) {
-      inflight.push(c.state().then((s) => s.status === "idle" && ok++));
-      if (inflight.length === 16) await Promise.all(inflight.splice(0));
-    }
-    await Promise.all(inflight);
-    await c.close();
-    return ok;
-  }));
+  const counts = await Promise.all(
+    clients.map(async (c) => {
+      await c.create({});
+      let ok = 0;
+      const inflight = [];
+      for (let i = 0; i < cfg.each; i++) {
+        inflight.push(c.state().then((s) => s.status === "idle" && ok++));
+        if (inflight.length === 16) await Promise.all(inflight.splice(0));
+      }
+      await Promise.all(inflight);
+      await c.close();
+      return ok;
+    }),
+  );
   const answered = counts.reduce((a, b) => a + b, 0);
   console.log(`churn: ${cfg.parallel} clients at once, ${cfg.each} requests each: ${answered} of ${cfg.parallel * cfg.each} answered`);
   if (answered !== cfg.parallel * cfg.each) fail("not every request was answered");
-  if (children().length) fail("processes left after the parallel clients");
+  if (childProcesses().length) fail("processes left after the parallel clients");
 }
 
 /** The Rust state-machine test of the core, in its long mode (full run only). */
 function stateMachine() {
-  const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
   const cases = Number(process.env.KOMA_SM_CASES || 1_000_000);
   console.log(`state machine: ${cases} interleavings (KOMA_SM_CASES=${cases})`);
   const start = Date.now();
-  const args = ["test", "--release", "--target", host, "-p", "koma-transport", "--test", "state_machine", "--", "--nocapture"];
-  const r = spawnSync("cargo", args, { cwd: root, stdio: "inherit", env: { ...process.env, KOMA_SM_CASES: String(cases) } });
-  const secs = ((Date.now() - start) / 1000).toFixed(0);
-  if (r.status !== 0) fail(`the state-machine test failed after ${secs} s (exit ${r.status ?? r.signal}); the seeds are in its output`);
-  else console.log(`state machine: ${cases} interleavings passed in ${secs} s`);
+  const args = ["test", "--release", "--target", rustHost(), "-p", "koma-transport", "--test", "state_machine", "--", "--nocapture"];
+  const secs = () => ((Date.now() - start) / 1000).toFixed(0);
+  try {
+    run("cargo", args, { env: { ...process.env, KOMA_SM_CASES: String(cases) } });
+    console.log(`state machine: ${cases} interleavings passed in ${secs()} s`);
+  } catch (e) {
+    fail(`the state-machine test failed after ${secs()} s (${e.message}); the seeds are in its output`);
+  }
 }
 
 try {

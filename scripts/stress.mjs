@@ -9,10 +9,16 @@ import { runNodeTests } from "./node-tests.mjs";
 const argv = process.argv.slice(2);
 const at = argv.indexOf("--rounds");
 const rounds = at >= 0 ? Number(argv[at + 1]) : 20;
+// A bad count would run no round, and so pass.
+if (!(Number.isSafeInteger(rounds) && rounds >= 1)) {
+  console.error("usage: node scripts/stress.mjs [--rounds N] (N at least 1)");
+  process.exit(2);
+}
 
-const loops = Array.from({ length: availableParallelism() }, () =>
-  spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-const stopLoops = () => loops.forEach((l) => l.kill("SIGKILL"));
+const loops = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+const stopLoops = () => {
+  for (const l of loops) l.kill("SIGKILL");
+};
 process.on("exit", stopLoops);
 console.log(`test:stress: ${rounds} rounds of the Node tests, ${loops.length} busy loop(s) running`);
 

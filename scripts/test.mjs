@@ -1,26 +1,30 @@
-// `npm test`: formatting and lints of the Rust code, cargo tests, the build,
-// a check that the committed index.js and index.d.ts are what the build
-// generates, `npm run release:dry` on that build, the Node tests (a count of
-// zero fails), the typings under `tsc --strict`, and a smoke run of the
-// benchmark.
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+// `npm test`: formatting and lints of the Rust code and of the JavaScript
+// (`npm run lint`), cargo tests, the build, a check that the committed
+// index.js and index.d.ts are what the build generates, `npm run release:dry`
+// on that build, the Node tests (a count of zero fails), the typings under
+// `tsc --strict`, and a smoke run of the benchmark.
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { root, runNodeTests } from "./node-tests.mjs";
+import * as repo from "./lib/repo.mjs";
+import { runNodeTests } from "./node-tests.mjs";
 
-const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+const { root } = repo;
+const host = repo.rustHost();
 const step = (name) => console.log(`\n=== ${name}`);
-const run = (cmd, args, opts = {}) => {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
-  if (r.status !== 0) {
-    console.error(`failed: ${cmd} ${args.join(" ")} (exit ${r.status ?? r.signal})`);
+const run = (cmd, args, opts) => {
+  try {
+    return repo.run(cmd, args, opts);
+  } catch (e) {
+    console.error(e.message);
     process.exit(1);
   }
-  return r;
 };
 
 step("cargo fmt --check");
 run("cargo", ["fmt", "--all", "--check"]);
+
+step("biome check (the JavaScript's formatting and lints: `npm run lint`; `npm run format` fixes the formatting)");
+run(process.execPath, [join(root, "node_modules", "@biomejs", "biome", "bin", "biome"), "check", "--error-on-warnings"]);
 
 step("cargo clippy (every crate and target, warnings denied)");
 run("cargo", ["clippy", "--release", "--target", host, "--workspace", "--all-targets", "--", "-D", "warnings"]);
@@ -54,8 +58,6 @@ const { pass, fail } = node;
 step("typings (tsc --strict)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);
 
-if (existsSync(join(root, "bench", "run.mjs"))) {
-  step("benchmark smoke run");
-  run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
-}
+step("benchmark smoke run");
+run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
 console.log(`\n${pass} passed, ${fail} failed`);
