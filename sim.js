@@ -13,7 +13,8 @@
 //      index.js finds the addon.
 // When none is there, reading `simPath` throws an Error (code
 // ERR_KOMA_SIM_NOT_FOUND) that names the platform and says how to get
-// koma-sim. Requiring this module never throws.
+// koma-sim. Requiring this module never throws; importing it as an ES module
+// goes through sim.mjs, which reads `simPath` at once and so throws there.
 "use strict";
 
 const { accessSync, constants, existsSync, readFileSync } = require("node:fs");
@@ -105,8 +106,8 @@ function lookUp() {
 
 // A getter, so that the look-up happens when `simPath` is read, not when this
 // module is loaded. It is written in the one form Node's CommonJS lexer
-// accepts (a getter that returns a property), so that
-// `import { simPath } from "@koma/sdk/sim"` finds the name.
+// accepts (a getter that returns a property), so that a runtime or bundler
+// that imports this file as an ES module still finds the name.
 const lazy = {
   get simPath() {
     return lookUp();
