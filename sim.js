@@ -99,7 +99,7 @@ function lookUp() {
   throw notFound(
     `koma-sim: there is no koma-sim for this platform (${platform}). It comes in the package ${name}, ` +
       "an optional dependency of @koma/sdk, which could not be found: it is not installed " +
-      "(optional dependencies omitted, or no prebuilt package for this platform: see the README's Platforms section), " +
+      "(optional dependencies omitted, or no prebuilt package for this platform: see the package's docs/platforms.md), " +
       "or this code runs from a bundle or a single-file executable that left node_modules behind.",
   );
 }
