@@ -13,7 +13,8 @@
 //      index.js finds the addon.
 // When none is there, reading `simPath` throws an Error (code
 // ERR_KOMA_SIM_NOT_FOUND) that names the platform and says how to get
-// koma-sim. Requiring this module never throws.
+// koma-sim. Requiring this module never throws; importing it as an ES module
+// goes through sim.mjs, which reads `simPath` at once and so throws there.
 "use strict";
 
 const { accessSync, constants, existsSync, readFileSync } = require("node:fs");
@@ -98,15 +99,15 @@ function lookUp() {
   throw notFound(
     `koma-sim: there is no koma-sim for this platform (${platform}). It comes in the package ${name}, ` +
       "an optional dependency of @koma/sdk, which could not be found: it is not installed " +
-      "(optional dependencies omitted, or no prebuilt package for this platform: see the README's Platforms section), " +
+      "(optional dependencies omitted, or no prebuilt package for this platform: see the package's docs/platforms.md), " +
       "or this code runs from a bundle or a single-file executable that left node_modules behind.",
   );
 }
 
 // A getter, so that the look-up happens when `simPath` is read, not when this
 // module is loaded. It is written in the one form Node's CommonJS lexer
-// accepts (a getter that returns a property), so that
-// `import { simPath } from "@koma/sdk/sim"` finds the name.
+// accepts (a getter that returns a property), so that a runtime or bundler
+// that imports this file as an ES module still finds the name.
 const lazy = {
   get simPath() {
     return lookUp();

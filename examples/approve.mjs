@@ -1,10 +1,12 @@
 // Ask a person to approve each tool call at a terminal prompt: onApproval may
 // take as long as the person needs.
-//   node examples/approve.mjs "fix the typo in the README"
-// Uses koma-sim unless KOMA_EXECUTABLE names a real koma.
+//   node approve.mjs "fix the typo in the README"
+// Runs koma-sim, the stand-in that comes with @koma/sdk, unless KOMA_EXECUTABLE
+// names a real koma.
 import { createInterface } from "node:readline";
 import { Client } from "@koma/sdk";
-import { simPath } from "@koma/sdk/sim";
+
+const executable = process.env.KOMA_EXECUTABLE ?? (await import("@koma/sdk/sim")).simPath;
 
 const prompt = createInterface({ input: process.stdin });
 const answers = prompt[Symbol.asyncIterator](); // lines typed (or piped) in, kept until asked for
@@ -14,7 +16,7 @@ const ask = async (question) => {
   return done ? "" : value;
 };
 
-const client = new Client({ executable: process.env.KOMA_EXECUTABLE ?? simPath });
+const client = new Client({ executable });
 try {
   await client.create({ cwd: process.cwd() });
   const turn = client.turn({ text: process.argv[2] ?? "fix the typo in the README" }, {

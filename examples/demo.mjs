@@ -1,16 +1,14 @@
-// A tour of @koma/sdk on koma-sim, the bundled stand-in for koma:
+// A tour of @koma/sdk on koma-sim, the stand-in for koma that comes with it:
 // probe, create, a turn with a tool approval (client.turn with onApproval),
 // a turn in one call (client.run), enqueue + interrupt, the events no Turn
-// took (client.events), detach, and resume in a new client. Run it with
-// `npm run demo`.
+// took (client.events), detach, and resume in a new client.
+//   node demo.mjs      (in a checkout of the repository: `npm run demo`)
+// Sessions go to a fresh temporary folder; KOMA_SIM_DELAY_MS sets the pace.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRequire } from "node:module";
-
-const require = createRequire(import.meta.url);
-const { Client } = require("../index.js");
-const { simPath } = require("../sim.js");
+import { Client } from "@koma/sdk";
+import { simPath } from "@koma/sdk/sim";
 
 const env = { KOMA_SIM_HOME: mkdtempSync(join(tmpdir(), "koma-demo-")), KOMA_SIM_DELAY_MS: process.env.KOMA_SIM_DELAY_MS ?? "60" };
 const say = (line) => process.stdout.write(`${line}\n`);

@@ -1,11 +1,11 @@
 // Detach from a session, then resume it later in a new process.
-//   node examples/resume.mjs            start a session, run a turn, detach; prints the session id
-//   node examples/resume.mjs <session>  resume it and print the events it replays
-// Uses koma-sim unless KOMA_EXECUTABLE names a real koma.
+//   node resume.mjs            start a session, run a turn, detach; prints the session id
+//   node resume.mjs <session>  resume it and print the events it replays
+// Runs koma-sim, the stand-in that comes with @koma/sdk, unless KOMA_EXECUTABLE
+// names a real koma.
 import { Client } from "@koma/sdk";
-import { simPath } from "@koma/sdk/sim";
 
-const executable = process.env.KOMA_EXECUTABLE ?? simPath;
+const executable = process.env.KOMA_EXECUTABLE ?? (await import("@koma/sdk/sim")).simPath;
 const saved = process.argv[2];
 
 if (!saved) {

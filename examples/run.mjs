@@ -1,10 +1,11 @@
 // A turn in one call.
-//   node examples/run.mjs "summarize the README"
-// Uses koma-sim unless KOMA_EXECUTABLE names a real koma.
+//   node run.mjs "summarize the README"
+// Runs koma-sim, the stand-in that comes with @koma/sdk, unless KOMA_EXECUTABLE
+// names a real koma (`KOMA_EXECUTABLE=koma node run.mjs ...`).
 import { Client } from "@koma/sdk";
-import { simPath } from "@koma/sdk/sim";
 
-const client = new Client({ executable: process.env.KOMA_EXECUTABLE ?? simPath });
+const executable = process.env.KOMA_EXECUTABLE ?? (await import("@koma/sdk/sim")).simPath;
+const client = new Client({ executable });
 try {
   await client.create({ cwd: process.cwd() });
   const result = await client.run({ text: process.argv[2] ?? "summarize the README" }, { onApproval: "deny" });

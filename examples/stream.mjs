@@ -1,10 +1,11 @@
 // Stream a reply to the terminal, as it comes: iterate the Turn.
-//   node examples/stream.mjs "explain the build"
-// Uses koma-sim unless KOMA_EXECUTABLE names a real koma.
+//   node stream.mjs "explain the build"
+// Runs koma-sim, the stand-in that comes with @koma/sdk, unless KOMA_EXECUTABLE
+// names a real koma.
 import { Client } from "@koma/sdk";
-import { simPath } from "@koma/sdk/sim";
 
-const client = new Client({ executable: process.env.KOMA_EXECUTABLE ?? simPath });
+const executable = process.env.KOMA_EXECUTABLE ?? (await import("@koma/sdk/sim")).simPath;
+const client = new Client({ executable });
 try {
   await client.create({ cwd: process.cwd() });
   const turn = client.turn({ text: process.argv[2] ?? "explain the build" }, { onApproval: "deny" });

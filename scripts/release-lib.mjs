@@ -128,6 +128,7 @@ export function layoutPlatform(target, dir) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   copyFileSync(join(root, "npm", target.abi, "README.md"), join(dir, "README.md"));
+  copyFileSync(join(root, "LICENSE"), join(dir, "LICENSE"));
   copyFileSync(join(root, addon), join(dir, addon));
   copyFileSync(sim, join(dir, simFile(target.platform)));
   chmodSync(join(dir, simFile(target.platform)), 0o755);
@@ -330,8 +331,8 @@ export function checkMain(file, { targets }) {
 }
 
 /**
- * A platform package: exactly its addon, its koma-sim, package.json and
- * README.md; each binary for the target's os, cpu and C library; koma-sim
+ * A platform package: exactly its addon, its koma-sim, package.json,
+ * README.md and LICENSE; each binary for the target's os, cpu and C library; koma-sim
  * executable; os/cpu/libc fields that say the same. One line of report.
  */
 export function checkPlatform(file, target) {
@@ -344,7 +345,7 @@ export function checkPlatform(file, target) {
   checkPlatformManifest(m, target, id);
   const addon = `${binaryName()}.${target.abi}.node`;
   const sim = simFile(target.platform);
-  const expected = ["README.md", addon, sim, "package.json"].sort();
+  const expected = ["README.md", "LICENSE", addon, sim, "package.json"].sort();
   const paths = entries.map((e) => e.path).sort();
   if (!same(paths, expected)) fail(`${id}: holds ${paths.join(", ")}; expected ${expected.join(", ")}`);
   const a = checkBinary(`${id}: ${addon}`, entries.find((e) => e.path === addon).data, target, "shared");

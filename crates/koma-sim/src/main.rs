@@ -1,16 +1,24 @@
 //! koma-sim: a deterministic stand-in for `koma sdk serve` (Koma SDK
-//! protocol 1, server side). See README.md for the agent's rules, the
-//! environment variables, the fault switches and bench mode.
+//! protocol 1, server side), with fault switches for client tests and a
+//! bench mode. `koma-sim --help` lists the environment and every switch.
 
 mod agent;
 mod config;
+mod faults;
 mod output;
 mod server;
 
 const USAGE: &str = "\
 usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
        koma-sim --version     print the version
-       koma-sim --help        print this help
+       koma-sim --help        print this help, with the fault switches
+";
+
+const ABOUT: &str = "
+A deterministic stand-in for `koma sdk serve`. A text with \"read\", \"look\" or
+\"show\" reads a file; one with \"fix\", \"edit\" or \"write\" asks to write one
+and waits for `approve`. After detach, or at the end of stdin, it saves the
+session and exits 0. Diagnostics go to stderr, prefixed `koma-sim: `.
 
 environment:
   KOMA_SIM_HOME       where sessions are saved (default $XDG_STATE_HOME/koma-sim
@@ -18,10 +26,25 @@ environment:
   KOMA_SIM_DELAY_MS   delay before each streamed step of a turn (default 120)
   KOMA_SIM_HELLO_DELAY_MS  wait this long before hello; the end of stdin
                       cuts the wait short (default 0)
-  KOMA_SIM_FAULT      comma-separated fault switches (see README.md)
+  KOMA_SIM_FAULT      comma-separated fault switches (below); an unknown one
+                      exits 64
   KOMA_SIM_BENCH      1 adds the bench methods (bench_events, bench_blob,
                       bench_exit, bench_garbage)
+
+fault switches (KOMA_SIM_FAULT=name,name,...):
 ";
+
+/// The full help: usage, environment, and every fault switch by group.
+fn help() -> String {
+    let mut text = format!("{USAGE}{ABOUT}");
+    for group in faults::Group::ALL {
+        text.push_str(&format!("  {}:\n", group.heading()));
+        for s in faults::SWITCHES.iter().filter(|s| s.group == group) {
+            text.push_str(&format!("    {:<19} {}\n", s.name, s.about));
+        }
+    }
+    text
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,7 +55,7 @@ fn main() {
             std::process::exit(0);
         }
         ["--help"] | ["-h"] => {
-            print!("{USAGE}");
+            print!("{}", help());
             std::process::exit(0);
         }
         ["sdk", "serve"] => {}

@@ -1,7 +1,8 @@
 //! `koma-sim sdk serve`: hello, the request loop, the methods, the faults.
 
 use crate::agent::{self, json_str, Core, Session, Wake};
-use crate::config::{Config, FrameFault, BENCH_METHODS, METHODS};
+use crate::config::{Config, BENCH_METHODS, METHODS};
+use crate::faults::FrameFault;
 use crate::output::Output;
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, BufReader, Read, Write};

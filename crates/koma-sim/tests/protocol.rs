@@ -22,6 +22,18 @@ fn cli_version_help_and_bad_args() {
     }
     let out = Command::new(BIN).args(["sdk", "serve"]).env("KOMA_SIM_FAULT", "nonsense").output().unwrap();
     assert_eq!(out.status.code(), Some(64));
+    assert!(out.stdout.is_empty());
+    // The error lists the valid switches, and they are the ones the help lists.
+    let err = String::from_utf8(out.stderr).unwrap();
+    let valid = err.split_once("the switches are: ").expect("the valid switches are listed").1.trim();
+    let valid: Vec<&str> = valid.split(", ").collect();
+    assert!(valid.len() > 30 && valid.contains(&"ignore_eof"), "{err}");
+    let help = String::from_utf8(Command::new(BIN).arg("-h").output().unwrap().stdout).unwrap();
+    let section = help.split_once("\nfault switches").expect("the help has the fault switches").1;
+    let listed: Vec<&str> =
+        section.lines().filter(|l| l.starts_with("    ")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(listed, valid);
+    assert!(!help.contains("README"), "the help stands alone: {help}");
     for var in ["KOMA_SIM_DELAY_MS", "KOMA_SIM_HELLO_DELAY_MS"] {
         let out = Command::new(BIN).args(["sdk", "serve"]).env(var, "soon").output().unwrap();
         assert_eq!(out.status.code(), Some(64), "{var}");
