@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crate::error::KomaError;
 use crate::lift::LiftedString;
-use crate::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
+use crate::limits::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
 
 /// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
 /// the closing bracket; what each event writes is up to the caller, and the

@@ -1,15 +1,17 @@
 //! The reader: koma's stdout, split into lines, each line checked and routed
 //! (see `route.rs`); the frames of a read are applied in groups under one lock.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
-use super::route::{route, Routed};
-use super::Connection;
+use super::link::Link;
+use super::route::{apply, route, Routed};
 use crate::frame::{LineSplitter, Violation};
 use crate::lifecycle::Lifecycle;
+use crate::limits::MAX_BUFFERED_EVENTS;
 
 /// How the reading of stdout ended.
 pub(super) enum ReadEnd {
@@ -43,11 +45,11 @@ const ROOM_IDLE_STEPS: usize = 10;
 /// one means data is streaming, and the pipe must keep draining.
 const READ_PAUSE_BELOW: usize = 16 * 1024;
 
-pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) -> ReadEnd {
+pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> ReadEnd {
     let mut splitter = LineSplitter::new();
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
-    let trace_on = conn.inner.options.trace;
+    let trace = link.trace.as_ref();
     let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
     loop {
         buf.clear();
@@ -77,8 +79,8 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
         while lines.peek().is_some() {
             let mut frames = Vec::with_capacity(APPLY_GROUP);
             for line in lines.by_ref().take(APPLY_GROUP) {
-                if trace_on {
-                    super::trace("<-", line.bytes());
+                if let Some(t) = trace {
+                    t.frame("<-", line.bytes());
                 }
                 if panic_on_frame {
                     panic!("KOMA_SDK_TEST_PANIC=reader");
@@ -90,14 +92,14 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
                     break;
                 }
             }
-            conn.wait_for_room(&frames).await;
-            if conn.apply(frames).is_err() {
+            wait_for_room(&link, &frames).await;
+            if apply(&link, frames).is_err() {
                 return ReadEnd::Violation;
             }
         }
         // A line over the bound ends the read after its complete lines.
         if let Some(v) = too_large {
-            let _ = conn.apply(vec![Routed::Violation(v)]);
+            let _ = apply(&link, vec![Routed::Violation(v)]);
             return ReadEnd::Violation;
         }
         // While the JavaScript thread has not taken the last wake, more
@@ -106,11 +108,11 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
         // thread to make progress. Only while other answers are due: a lone
         // answer (a caller awaiting each call in turn) would only be delayed.
         let pause = n < READ_PAUSE_BELOW && {
-            let s = conn.inner.lock();
+            let s = link.lock();
             s.outbox.wake_scheduled && !s.calls.pending.is_empty()
         };
         if pause {
-            let _ = tokio::time::timeout(READ_PAUSE, conn.inner.drained.notified()).await;
+            let _ = tokio::time::timeout(READ_PAUSE, link.drained.notified()).await;
         }
         if filled && buf.capacity() < READ_CHUNK {
             buf = Vec::with_capacity(READ_CHUNK);
@@ -119,48 +121,44 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
     match splitter.finish() {
         Ok(()) => ReadEnd::Eof,
         // A partial last line after detach is let go; before it, a violation.
-        Err(_) if conn.inner.lock().session.lifecycle == Lifecycle::Detached => ReadEnd::Eof,
+        Err(_) if link.lock().session.lifecycle == Lifecycle::Detached => ReadEnd::Eof,
         Err(v) => {
-            let _ = conn.apply(vec![Routed::Violation(v)]);
+            let _ = apply(&link, vec![Routed::Violation(v)]);
             ReadEnd::Violation
         }
     }
 }
 
-impl Connection {
-    /// Before events that would overflow the buffer: if the application is
-    /// taking events right now, give it a moment (bounded) to make room, so a
-    /// burst is not dropped while it is being read. The frames wait in the
-    /// pipe meanwhile; a consumer that stalls still gets the overflow.
-    async fn wait_for_room(&self, frames: &[Routed<'_>]) {
-        let incoming = frames.iter().filter(|f| f.is_catalog_event()).count();
-        if incoming == 0 {
-            return;
+/// Before events that would overflow the buffer: if the application is
+/// taking events right now, give it a moment (bounded) to make room, so a
+/// burst is not dropped while it is being read. The frames wait in the
+/// pipe meanwhile; a consumer that stalls still gets the overflow.
+async fn wait_for_room(link: &Link, frames: &[Routed<'_>]) {
+    let incoming = frames.iter().filter(|f| f.is_catalog_event()).count();
+    if incoming == 0 {
+        return;
+    }
+    let taken = || link.counters.taken();
+    let mut last = taken();
+    let mut idle = 0;
+    for _ in 0..ROOM_WAIT_STEPS {
+        {
+            let mut s = link.lock();
+            s.stream.events.settle(last.0, last.1);
+            if s.stream.events.is_paused() || s.stream.events.counted_frames() + incoming <= MAX_BUFFERED_EVENTS {
+                return;
+            }
         }
-        let taken = || self.inner.counters.taken();
-        let mut last = taken();
-        let mut idle = 0;
-        for _ in 0..ROOM_WAIT_STEPS {
-            {
-                let mut s = self.inner.lock();
-                s.stream.events.settle(last.0, last.1);
-                if s.stream.events.is_paused()
-                    || s.stream.events.counted_frames() + incoming <= crate::MAX_BUFFERED_EVENTS
-                {
-                    return;
-                }
+        tokio::time::sleep(ROOM_WAIT_STEP).await;
+        let now = taken();
+        if now == last {
+            idle += 1;
+            if idle >= ROOM_IDLE_STEPS {
+                return; // not consuming: the overflow is the answer
             }
-            tokio::time::sleep(ROOM_WAIT_STEP).await;
-            let now = taken();
-            if now == last {
-                idle += 1;
-                if idle >= ROOM_IDLE_STEPS {
-                    return; // not consuming: the overflow is the answer
-                }
-            } else {
-                idle = 0;
-                last = now;
-            }
+        } else {
+            idle = 0;
+            last = now;
         }
     }
 }

@@ -5,8 +5,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::completion::{Outcome, RawJson};
+use super::link::Link;
 use super::phase::Phase;
-use super::{Connection, Outcome, RawJson};
+use super::state::Shared;
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
@@ -158,110 +160,108 @@ fn route_lifted(line: Line<'_>) -> Result<Routed<'_>, Line<'_>> {
     }
 }
 
-impl Connection {
-    /// Apply the frames of one read, in order, under one lock. A violation
-    /// fails the client (and is returned).
-    pub(super) fn apply(&self, frames: Vec<Routed<'_>>) -> Result<(), KomaError> {
-        let mut s = self.inner.lock();
-        let mut result = Ok(());
-        for f in frames {
-            s.stream.frames_seen += 1;
-            let first = s.stream.frames_seen == 1;
-            match f {
-                Routed::Violation(v) => {
-                    result = Err(v);
+/// Apply the frames of one read, in order, under one lock. A violation
+/// fails the client (and is returned).
+pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaError> {
+    let mut s = link.lock();
+    let mut result = Ok(());
+    for f in frames {
+        s.stream.frames_seen += 1;
+        let first = s.stream.frames_seen == 1;
+        match f {
+            Routed::Violation(v) => {
+                result = Err(v);
+                break;
+            }
+            Routed::Hello(line) => {
+                if !first {
+                    result = Err(Violation::new("a second hello frame", &line));
                     break;
                 }
-                Routed::Hello(line) => {
-                    if !first {
-                        result = Err(Violation::new("a second hello frame", &line));
+                match hello::check(&line) {
+                    Ok(h) => hello_arrived(link, &mut s, Arc::new(h)),
+                    Err(e) => {
+                        drop(s);
+                        link.fail_with_stderr(e);
+                        return Err(KomaError::new(ErrorCode::ProtocolError, "bad hello"));
+                    }
+                }
+            }
+            _ if first => {
+                result = Err(Violation::new("the first frame is not hello", f.line_for_quote()));
+                break;
+            }
+            Routed::Response { id, body } => {
+                let Some((token, _)) = s.calls.pending.take_by_id(&id) else {
+                    continue; // not pending: unknown, answered or abandoned
+                };
+                let outcome = match body {
+                    RoutedBody::Result(raw) => Outcome::Result(raw),
+                    RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),
+                };
+                if s.session.detach_token == Some(token) {
+                    // Handed over after the child's exit.
+                    s.session.detach_answer = Some(outcome);
+                } else {
+                    s.complete(token, outcome);
+                }
+            }
+            Routed::Event { seq, event } => {
+                if let Some(last) = s.stream.last_seq {
+                    if seq != last + 1 {
+                        let what = if seq == last {
+                            format!("event seq {seq} repeated")
+                        } else if seq < last {
+                            format!("event seq {seq} after {last} (a step back)")
+                        } else {
+                            format!("event seq {seq} after {last} (a gap)")
+                        };
+                        result = Err(Violation { what, quote: String::new() });
                         break;
                     }
-                    match hello::check(&line) {
-                        Ok(h) => self.hello_arrived(&mut s, Arc::new(h)),
-                        Err(e) => {
-                            drop(s);
-                            self.fail_with_stderr(e);
-                            return Err(KomaError::new(ErrorCode::ProtocolError, "bad hello"));
-                        }
+                }
+                s.stream.last_seq = Some(seq);
+                if let Some(mut e) = event {
+                    let counters = &link.counters;
+                    let (count, bytes) = counters.taken();
+                    s.stream.events.settle(count, bytes);
+                    let len = e.data_json().len() + e.name.len() + 24;
+                    let lifts = std::mem::take(&mut e.lifts);
+                    if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
+                        counters.set_epoch(s.stream.events.epoch());
                     }
                 }
-                _ if first => {
-                    result = Err(Violation::new("the first frame is not hello", f.line_for_quote()));
-                    break;
-                }
-                Routed::Response { id, body } => {
-                    let Some((token, _)) = s.calls.pending.take_by_id(&id) else {
-                        continue; // not pending: unknown, answered or abandoned
-                    };
-                    let outcome = match body {
-                        RoutedBody::Result(raw) => Outcome::Result(raw),
-                        RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),
-                    };
-                    if s.session.detach_token == Some(token) {
-                        // Handed over after the child's exit.
-                        s.session.detach_answer = Some(outcome);
-                    } else {
-                        s.complete(token, outcome);
-                    }
-                }
-                Routed::Event { seq, event } => {
-                    if let Some(last) = s.stream.last_seq {
-                        if seq != last + 1 {
-                            let what = if seq == last {
-                                format!("event seq {seq} repeated")
-                            } else if seq < last {
-                                format!("event seq {seq} after {last} (a step back)")
-                            } else {
-                                format!("event seq {seq} after {last} (a gap)")
-                            };
-                            result = Err(Violation { what, quote: String::new() });
-                            break;
-                        }
-                    }
-                    s.stream.last_seq = Some(seq);
-                    if let Some(mut e) = event {
-                        let counters = &self.inner.counters;
-                        let (count, bytes) = counters.taken();
-                        s.stream.events.settle(count, bytes);
-                        let len = e.data_json().len() + e.name.len() + 24;
-                        let lifts = std::mem::take(&mut e.lifts);
-                        if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
-                            counters.set_epoch(s.stream.events.epoch());
-                        }
-                    }
-                }
-            }
-        }
-        match result {
-            Ok(()) => {
-                self.wake_if_needed(s);
-                Ok(())
-            }
-            Err(v) => {
-                drop(s);
-                let e = KomaError::new(ErrorCode::ProtocolError, format!("protocol error: {}", v.message()));
-                self.fail_with_stderr(e.clone());
-                Err(e)
             }
         }
     }
+    match result {
+        Ok(()) => {
+            link.wake_if_needed(s);
+            Ok(())
+        }
+        Err(v) => {
+            drop(s);
+            let e = KomaError::new(ErrorCode::ProtocolError, format!("protocol error: {}", v.message()));
+            link.fail_with_stderr(e.clone());
+            Err(e)
+        }
+    }
+}
 
-    /// A checked hello: the client is ready, `probe()`s resolve, and the
-    /// calls made before it are checked and written, in call order.
-    fn hello_arrived(&self, s: &mut super::state::Shared, h: Arc<hello::Hello>) {
-        s.session.hello = Some(h.clone());
-        if s.phase == Phase::Starting {
-            s.phase = Phase::Ready;
-        }
-        for t in std::mem::take(&mut s.calls.hello_waiters) {
-            s.complete(t, Outcome::Hello(h.clone()));
-        }
-        if s.phase == Phase::Ready {
-            for q in std::mem::take(&mut s.calls.before_hello) {
-                if let Err(e) = self.admit(s, q.token, &q.method, q.line) {
-                    s.complete(q.token, Outcome::Error(e));
-                }
+/// A checked hello: the client is ready, `probe()`s resolve, and the
+/// calls made before it are checked and written, in call order.
+fn hello_arrived(link: &Link, s: &mut Shared, h: Arc<hello::Hello>) {
+    s.session.hello = Some(h.clone());
+    if s.phase == Phase::Starting {
+        s.phase = Phase::Ready;
+    }
+    for t in std::mem::take(&mut s.calls.hello_waiters) {
+        s.complete(t, Outcome::Hello(h.clone()));
+    }
+    if s.phase == Phase::Ready {
+        for q in std::mem::take(&mut s.calls.before_hello) {
+            if let Err(e) = link.admit(s, q.token, &q.method, q.line) {
+                s.complete(q.token, Outcome::Error(e));
             }
         }
     }
