@@ -35,9 +35,9 @@ enum Item {
 /// Why the stream of events ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
-    /// Detach, close: the iterator finishes.
+    /// Detach, close: the host's stream of events ends.
     Finished,
-    /// A transport failure or protocol error: the iterator throws it.
+    /// A transport failure or protocol error: the host's stream of events ends with it.
     Failed(KomaError),
 }
 

@@ -1,6 +1,7 @@
-//! The client side of the Koma SDK protocol, version 1, as `@koma/sdk` speaks it.
-//!
-//! This crate knows nothing of Node. It is laid out after the protocol's nouns:
+//! The client side of the Koma SDK protocol, version 1: what a host (a
+//! package of some language over this crate) needs to drive `koma sdk
+//! serve`. Nothing in it belongs to one host. It is laid out after the
+//! protocol's nouns:
 //!
 //! - [`frame`]: splitting stdout into lines and classifying each line as a frame;
 //! - [`hello`]: the hello frame and its check;
@@ -8,12 +9,13 @@
 //! - [`lifecycle`]: hello, then create/resume, then the rest, then detach;
 //! - [`pending`]: the table of requests written and not yet answered;
 //! - [`events`]: the bounded event buffer with its overflow report;
-//! - [`lift`]: long strings cut out of values, so JavaScript does not parse them;
+//! - [`lift`]: long strings cut out of values, so the host does not parse them;
 //! - [`stderr`]: the ring that keeps the newest 64 KiB of stderr;
 //! - [`child`]: launching `koma sdk serve` (one spawner thread) and watching the process (pidfds);
+//! - [`limits`]: the protocol's version and bounds;
 //! - [`connection`]: the actors that tie these together (supervisor, reader, writer, stderr drain).
 //!
-//! The binding calls [`Connection`] from its JavaScript thread; completions are
+//! The host calls [`Connection`] from its own thread; completions are
 //! handed back in batches through a [`Waker`].
 
 pub mod child;

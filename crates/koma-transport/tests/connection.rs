@@ -1,4 +1,4 @@
-//! A `Connection` driven against koma-sim, as the binding drives it: calls
+//! A `Connection` driven against koma-sim, as a host drives it: calls
 //! by token, completions drained after a wake.
 
 mod common;

@@ -33,7 +33,7 @@ const READ_FIRST: usize = 16 * 1024;
 const READ_CHUNK: usize = 256 * 1024;
 /// The frames of a read are checked and applied this many at a time.
 const APPLY_GROUP: usize = 32;
-/// The longest the reader waits for the JavaScript thread to take a wake.
+/// The longest the reader waits for the host's thread to take a wake.
 const READ_PAUSE: Duration = Duration::from_millis(5);
 /// How long, in steps, the reader gives a consuming application to make room
 /// in the event buffer before an overflow (see `wait_for_room`).
@@ -71,7 +71,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
                 |v| v,
             )
             .err();
-        // Applied in groups: the JavaScript thread takes the first events
+        // Applied in groups: the host's thread takes the first events
         // while later ones are checked, and a read of more events than the
         // buffer holds flows through it instead of overflowing it.
         // A violation fails `apply`, which ends the reader.
@@ -102,9 +102,9 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
             let _ = apply(&link, vec![Routed::Violation(v)]);
             return ReadEnd::Violation;
         }
-        // While the JavaScript thread has not taken the last wake, more
+        // While the host's thread has not taken the last wake, more
         // answers can pile up in the pipe and be read in one go (small reads
-        // only). Bounded, so the reader never depends on the JavaScript
+        // only). Bounded, so the reader never depends on the host's
         // thread to make progress. Only while other answers are due: a lone
         // answer (a caller awaiting each call in turn) would only be delayed.
         let pause = n < READ_PAUSE_BELOW && {

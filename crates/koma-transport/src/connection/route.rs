@@ -14,9 +14,22 @@ use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
 use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
 
-/// Entries per event in a batch's flat array: `[seq, name, data, size, ...]`
-/// (`RoutedEvent::write` writes the first three, the event buffer the size
-/// of the event's frame, by which the application counts what it took).
+/// Entries per event in a batch: the core's batch format, which any host
+/// reads. A batch (`Take::Batch::json`) is one flat JSON array of
+/// `BATCH_STRIDE` entries per event, in the order the events arrived. For
+/// the event at index `i` of the batch:
+///
+/// - entry `4i` is its `seq` (a positive integer);
+/// - entry `4i + 1` its `name` (a string of the event catalog);
+/// - entry `4i + 2` its `data`, as the frame had it, except that each string
+///   lifted out of it (see [`crate::lift`]) is `""`: `Take::Batch::lifts`
+///   holds those strings as `(i, string)`, each with its path from `data`;
+/// - entry `4i + 3` the size in bytes of its frame (its JSON text, without
+///   the line terminator): what the host adds to the `TAKEN_BYTES` counter
+///   when the application takes the event (see `EventCounters`).
+///
+/// So a host parses a batch of `n` events as one array of `4n` values,
+/// with no object per event.
 pub const BATCH_STRIDE: u32 = 4;
 
 /// Where event `i` of a batch keeps its `data` in the batch's flat array.
@@ -38,9 +51,7 @@ pub(super) struct RoutedEvent<'c> {
 
 impl RoutedEvent<'_> {
     /// `N,"name",data`: the event's first three entries in its batch (see
-    /// [`BATCH_STRIDE`]), a flat JSON array that the iterator turns into
-    /// `{type: "event", seq, name, data}` objects (parsing fewer keys than
-    /// whole event objects would need).
+    /// [`BATCH_STRIDE`]; the event buffer adds the fourth).
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
         out.extend_from_slice(b",\"");

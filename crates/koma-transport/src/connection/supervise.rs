@@ -46,11 +46,12 @@ const GROUP_GRACE: Duration = Duration::from_secs(2);
 pub(super) fn start(link: Arc<Link>) {
     let guard = link.clone();
     let task = runtime().spawn(supervise(link));
-    // A panic in the supervisor must not leave a child or a promise behind.
+    // A panic in the supervisor must not leave a child or a call behind.
     runtime().spawn(async move {
         if let Err(e) = task.await {
             if e.is_panic() {
-                let msg = guard.with_stderr_tail("an internal error (a panic) in @koma/sdk's supervisor".to_owned());
+                let msg =
+                    guard.with_stderr_tail("an internal error (a panic) in the client's supervisor task".to_owned());
                 guard.fail(KomaError::new(ErrorCode::TransportFailure, msg));
                 let process = guard.lock().child.process.take();
                 if let Some(p) = process {
@@ -144,7 +145,7 @@ async fn supervise(link: Arc<Link>) {
             Ok(WriteEnd::Closed) => {}
             Ok(WriteEnd::Failed(e)) => write_failed(&link, e).await,
             Err(()) => {
-                let msg = link.with_stderr_tail("an internal error (a panic) in @koma/sdk's writer task".to_owned());
+                let msg = link.with_stderr_tail("an internal error (a panic) in the client's writer task".to_owned());
                 link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
             }
         }
@@ -244,7 +245,7 @@ async fn stdout_ended(link: &Link, end: ReadEnd) {
     let io_error = match end {
         ReadEnd::Violation => return, // the client has failed with it
         ReadEnd::Panicked => {
-            let msg = link.with_stderr_tail("an internal error (a panic) in @koma/sdk's I/O task".to_owned());
+            let msg = link.with_stderr_tail("an internal error (a panic) in the client's reader task".to_owned());
             link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
             return;
         }

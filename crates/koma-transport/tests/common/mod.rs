@@ -1,5 +1,5 @@
-//! Driving a `Connection` from a test thread, the way the binding does from
-//! its JavaScript thread: a waker that counts wakes, and completions drained
+//! Driving a `Connection` from a test thread, the way a host does from its
+//! own thread: a waker that counts wakes, and completions drained
 //! and kept by token.
 #![allow(dead_code)]
 
