@@ -20,6 +20,17 @@ pub struct ConnectionOptions {
     pub faults: Faults,
 }
 
+impl ConnectionOptions {
+    /// The reader is to panic at its first frame (a test's fault; never
+    /// without the `testing` feature).
+    pub(super) fn panics_in_reader(&self) -> bool {
+        #[cfg(feature = "testing")]
+        return self.faults.panic_in_reader;
+        #[cfg(not(feature = "testing"))]
+        false
+    }
+}
+
 /// Faults a test can inject (only with the `testing` feature).
 #[cfg(feature = "testing")]
 #[derive(Clone, Debug, Default)]

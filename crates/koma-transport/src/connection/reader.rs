@@ -50,7 +50,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
     let trace = link.trace.as_ref();
-    let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
+    let panic_on_frame = link.options.panics_in_reader();
     loop {
         buf.clear();
         let n = match stdout.read_buf(&mut buf).await {
@@ -83,7 +83,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
                     t.frame("<-", line.bytes());
                 }
                 if panic_on_frame {
-                    panic!("KOMA_SDK_TEST_PANIC=reader");
+                    panic!("a fault a test asked for: a panic in the reader");
                 }
                 let r = route(line);
                 let violation = matches!(r, Routed::Violation(_));
