@@ -18,6 +18,8 @@
 //! The host calls [`Connection`] from its own thread; completions are
 //! handed back in batches through a [`Waker`].
 
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 pub mod child;
 pub mod connection;
 pub mod error;
