@@ -117,10 +117,6 @@ impl EventBuffer {
         !self.queue.is_empty() || self.end.is_some()
     }
 
-    pub fn is_ended(&self) -> bool {
-        self.end.is_some()
-    }
-
     /// Offer one sequence-checked event of `frame_bytes` (counted against the
     /// bound), whose JSON for the application (about `len` bytes) `write`
     /// appends to the batch (the buffer then appends `,frame_bytes`), with

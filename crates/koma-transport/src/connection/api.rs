@@ -168,12 +168,6 @@ impl Connection {
         self.link.signals.request_stop(Stop::Kill);
     }
 
-    /// Event frames counted against the bound (for tests and diagnostics).
-    pub fn buffered_events(&self) -> (usize, usize) {
-        let s = self.link.lock();
-        (s.stream.events.counted_frames(), s.stream.events.counted_bytes())
-    }
-
     /// Whether `close()` is done: the child is reaped and every task and
     /// descriptor of this connection is gone (for tests and diagnostics).
     pub fn is_closed(&self) -> bool {
