@@ -606,6 +606,7 @@ impl Case {
                 }
                 None
             }
+            Closing::Refused(e) => panic!("close refused in the process that made the connection: {e}"),
         }
     }
 

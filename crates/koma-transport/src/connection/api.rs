@@ -2,6 +2,10 @@
 //! the connection's lock briefly and returns at once; what completes later
 //! comes back as a [`Completion`](super::completion::Completion) through the
 //! [`Waker`].
+//!
+//! In a process forked after the connection was made, every call is refused
+//! (`transport_failure`) before the lock is taken, and nothing is done to
+//! the child, which belongs to the parent (see `Link::foreign`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +47,9 @@ pub enum Closing {
     Done,
     /// Done when the completion for the call's token comes.
     Wait,
+    /// Refused at once: the connection was made before `fork()`, in the
+    /// parent, which alone can close it.
+    Refused(KomaError),
 }
 
 impl Connection {
@@ -65,6 +72,9 @@ impl Connection {
         params_json: Option<&str>,
         timeout: Option<Duration>,
     ) -> Result<(), KomaError> {
+        if let Some(e) = self.link.foreign() {
+            return Err(e);
+        }
         let mut s = self.link.lock();
         if let Some(e) = s.phase.refusal() {
             return Err(e);
@@ -84,6 +94,9 @@ impl Connection {
 
     /// Start the child if it has not been started; resolves with hello.
     pub fn probe(&self, token: u64, timeout: Option<Duration>) -> Result<Probe, KomaError> {
+        if let Some(e) = self.link.foreign() {
+            return Err(e);
+        }
         let mut s = self.link.lock();
         match &s.phase {
             Phase::Failed(e) => return Err(e.clone()),
@@ -104,12 +117,18 @@ impl Connection {
     /// Forget a call (aborted by its signal): its late answer is ignored, and
     /// if it was not yet written it never will be. Frees its pending slot.
     pub fn abandon(&self, token: u64) {
+        if self.link.foreign().is_some() {
+            return;
+        }
         self.link.lock().forget(token);
     }
 
     /// Completions ready for the host. Clears the wake flag: the next
     /// completion wakes again.
     pub fn drain(&self) -> Vec<Completion> {
+        if self.link.foreign().is_some() {
+            return Vec::new();
+        }
         let mut s = self.link.lock();
         s.outbox.wake_scheduled = false;
         let completions = std::mem::take(&mut s.outbox.completions);
@@ -119,8 +138,12 @@ impl Connection {
     }
 
     /// Take what is waiting in the event buffer. If nothing is, and `wait`,
-    /// the waker will be called when something is.
+    /// the waker will be called when something is. After a fork, the events
+    /// end at once with the refusal.
     pub fn take_events(&self, wait: bool) -> Take {
+        if let Some(e) = self.link.foreign() {
+            return Take::Ended(End::Failed(e));
+        }
         let mut s = self.link.lock();
         let (count, bytes) = self.link.counters.taken();
         s.stream.events.settle(count, bytes);
@@ -139,27 +162,44 @@ impl Connection {
 
     /// Stop wanting a wake for events.
     pub fn unwant_events(&self) {
+        if self.link.foreign().is_some() {
+            return;
+        }
         self.link.lock().stream.wanted = false;
     }
 
-    /// The kept stderr tail.
+    /// The kept stderr tail (empty after a fork: it is the parent's).
     pub fn stderr_text(&self) -> String {
+        if self.link.foreign().is_some() {
+            return String::new();
+        }
         self.link.lock().stderr.text()
     }
 
-    /// The child's pid, once started and until reaped.
+    /// The child's pid, once started and until reaped (none after a fork:
+    /// it is the parent's child).
     pub fn pid(&self) -> Option<u32> {
+        if self.link.foreign().is_some() {
+            return None;
+        }
         let s = self.link.lock();
         s.child.process.as_ref().filter(|p| !p.is_reaped()).map(|p| p.pid())
     }
 
     /// Whether the child's exit is watched through a pidfd (for tests and diagnostics).
     pub fn has_pidfd(&self) -> Option<bool> {
+        if self.link.foreign().is_some() {
+            return None;
+        }
         self.link.lock().child.process.as_ref().map(|p| p.has_pidfd())
     }
 
     /// Stop the child's whole group at once (the client object is gone).
+    /// After a fork it does nothing: the child is the parent's.
     pub fn kill_now(&self) {
+        if self.link.foreign().is_some() {
+            return;
+        }
         let s = self.link.lock();
         if let Some(p) = &s.child.process {
             p.kill_now();
@@ -170,7 +210,11 @@ impl Connection {
 
     /// Whether `close()` is done: the child is reaped and every task and
     /// descriptor of this connection is gone (for tests and diagnostics).
+    /// After a fork, true: nothing of it is open in this process.
     pub fn is_closed(&self) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
         self.link.lock().phase == Phase::Closed
     }
 
@@ -179,6 +223,9 @@ impl Connection {
     /// every task and descriptor of the connection is gone before `close` is
     /// done. Pending requests then get `delivery_unknown`.
     pub fn close(&self, token: u64) -> Closing {
+        if let Some(e) = self.link.foreign() {
+            return Closing::Refused(e);
+        }
         let mut s = self.link.lock();
         match s.phase {
             Phase::Closed => return Closing::Done,
@@ -257,4 +304,56 @@ fn request_line(token: u64, method: &str, params_json: Option<&str>) -> Result<V
     }
     line.push(b'\n');
     Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    struct NoWake;
+
+    impl Waker for NoWake {
+        fn wake(&self) {}
+    }
+
+    #[test]
+    fn a_connection_made_before_fork_refuses_every_call_without_taking_its_lock() {
+        let mut c = Connection::new(ConnectionOptions::default(), Box::new(NoWake));
+        // As in a process forked after the connection was made.
+        Arc::get_mut(&mut c.link).expect("not started").generation = crate::runtime::generation().wrapping_add(1);
+        // A thread of the parent held the lock at the fork: it stays locked.
+        let held = c.link.lock();
+        let (tx, rx) = mpsc::channel();
+        let calls = c.clone();
+        std::thread::spawn(move || {
+            let t = calls.token();
+            let request = calls.request(t, "state", None, None).unwrap_err();
+            let probe = calls.probe(calls.token(), None).err().expect("probe refused");
+            calls.abandon(t);
+            calls.kill_now();
+            calls.unwant_events();
+            let rest =
+                (calls.drain().len(), calls.take_events(true), calls.stderr_text(), calls.pid(), calls.has_pidfd());
+            let _ = tx.send((request, probe, calls.close(calls.token()), calls.is_closed(), rest));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(20));
+        drop(held);
+        let (request, probe, close, closed, rest) = got.expect("a call waited for the lock");
+        assert_eq!(request.code, ErrorCode::TransportFailure);
+        assert!(request.message.contains("made before fork()"), "{}", request.message);
+        assert!(request.message.contains("make a new client in this process"), "{}", request.message);
+        assert_eq!(probe, request);
+        assert_eq!(close, Closing::Refused(request.clone()));
+        assert!(closed);
+        assert_eq!(rest, (0, Take::Ended(End::Failed(request)), String::new(), None, None));
+    }
+
+    #[test]
+    fn a_connection_of_this_process_is_not_refused() {
+        let c = Connection::new(ConnectionOptions::default(), Box::new(NoWake));
+        assert_eq!(c.take_events(false), Take::Empty);
+        assert_eq!(c.close(c.token()), Closing::Done, "never started: closed at once");
+    }
 }

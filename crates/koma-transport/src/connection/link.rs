@@ -18,6 +18,7 @@ use super::trace::Trace;
 use super::waker::Waker;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::End;
+use crate::runtime;
 
 pub(super) struct Link {
     shared: Mutex<Shared>,
@@ -31,6 +32,8 @@ pub(super) struct Link {
     pub drained: Notify,
     pub counters: Arc<EventCounters>,
     next_token: AtomicU64,
+    /// The process image it was made in (see [`runtime::generation`]).
+    pub generation: u64,
     _alive: Alive,
 }
 
@@ -45,8 +48,23 @@ impl Link {
             drained: Notify::new(),
             counters: Arc::new(EventCounters::default()),
             next_token: AtomicU64::new(1),
+            generation: runtime::generation(),
             _alive: Alive::connection(),
         }
+    }
+
+    /// The refusal of every call in a process forked after this connection
+    /// was made: its child, pipes and tasks belong to the parent. Checked
+    /// before the lock is taken, since a thread of the parent may have held
+    /// it at the fork (it then stays locked in the forked process forever).
+    pub fn foreign(&self) -> Option<KomaError> {
+        (self.generation != runtime::generation()).then(|| {
+            KomaError::new(
+                ErrorCode::TransportFailure,
+                "this client was made before fork(), and its koma belongs to the parent process: \
+                 make a new client in this process",
+            )
+        })
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -150,6 +168,21 @@ impl Link {
             s.outbox.wake_scheduled = true;
             drop(s);
             self.waker.wake();
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if self.foreign().is_some() {
+            // Made before fork(): dropping the state would signal the
+            // parent's koma (its pid and pidfd are the parent's child) and
+            // wake the parent's tasks in a runtime that does not run here.
+            // The mutex is not taken (`get_mut` only borrows), and what it
+            // guards is leaked, as are the tasks' signals.
+            let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner());
+            std::mem::forget(std::mem::replace(shared, Shared::new()));
+            std::mem::forget(std::mem::replace(&mut self.signals, Signals::new()));
         }
     }
 }
