@@ -85,10 +85,9 @@ impl Link {
                 format!("`{method}` is not in this koma's capabilities ({})", hello.capabilities.join(", ")),
             ));
         }
-        let mut lifecycle = s.session.lifecycle;
-        lifecycle.admit(method)?;
+        s.session.lifecycle.check(method)?;
         s.calls.pending.insert(token, method)?;
-        s.session.lifecycle = lifecycle;
+        s.session.lifecycle.advance(method);
         if method == "detach" {
             s.session.detach_token = Some(token);
         }
