@@ -33,6 +33,7 @@ mod reader;
 mod route;
 mod signals;
 mod state;
+mod stderr_lines;
 mod stdin;
 mod supervise;
 mod timers;

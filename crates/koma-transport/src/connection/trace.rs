@@ -22,18 +22,47 @@ impl Trace {
 
     /// A frame read (`<-`) or written (`->`), without its line terminator.
     pub fn frame(&self, dir: &str, bytes: &[u8]) {
-        eprintln!("{} {dir} {}", self.prefix, frame_text(bytes));
+        eprintln!("{}", self.frame_line(dir, bytes));
     }
 
     /// One whole line of koma's stderr.
     pub fn stderr_line(&self, line: &[u8]) {
-        eprintln!("{} stderr {}", self.prefix, escape_text(&String::from_utf8_lossy(line), false));
+        eprintln!("{}", self.stderr_text(line));
+    }
+
+    /// At most [`FRAME_SHOWN`] bytes of a frame, escaped, and its size if cut.
+    fn frame_line(&self, dir: &str, bytes: &[u8]) -> String {
+        let shown = &bytes[..bytes.len().min(FRAME_SHOWN)];
+        let more = if bytes.len() > shown.len() { format!(" … ({} bytes)", bytes.len()) } else { String::new() };
+        format!("{} {dir} {}{more}", self.prefix, escape_text(&String::from_utf8_lossy(shown), false))
+    }
+
+    /// A stderr line, escaped (invalid UTF-8 shows as U+FFFD).
+    fn stderr_text(&self, line: &[u8]) -> String {
+        format!("{} stderr {}", self.prefix, escape_text(&String::from_utf8_lossy(line), false))
     }
 }
 
-/// At most [`FRAME_SHOWN`] bytes of a frame, escaped, and its size if cut.
-fn frame_text(bytes: &[u8]) -> String {
-    let shown = &bytes[..bytes.len().min(FRAME_SHOWN)];
-    let more = if bytes.len() > shown.len() { format!(" … ({} bytes)", bytes.len()) } else { String::new() };
-    format!("{}{more}", escape_text(&String::from_utf8_lossy(shown), false))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(label: &str) -> Trace {
+        Trace::new(&ConnectionOptions { trace: true, label: label.into(), ..Default::default() }).expect("on")
+    }
+
+    #[test]
+    fn lines_start_with_the_label() {
+        assert!(Trace::new(&ConnectionOptions::default()).is_none(), "off unless asked for");
+        assert_eq!(trace("").frame_line("->", b"{}"), "[koma-transport] -> {}");
+        assert_eq!(trace("my-host").stderr_text(b"hi"), "[my-host] stderr hi");
+    }
+
+    #[test]
+    fn what_koma_wrote_is_escaped() {
+        let t = trace("x");
+        assert_eq!(t.stderr_text(b"bad \xFF \x1b[2J"), "[x] stderr bad \u{fffd} \\u{1b}[2J");
+        let long = vec![b'a'; FRAME_SHOWN + 1];
+        assert!(t.frame_line("<-", &long).ends_with(&format!("a … ({} bytes)", FRAME_SHOWN + 1)));
+    }
 }
