@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
+use tokio::time::Instant;
 
 use super::link::Link;
 use super::route::{apply, route, Routed};
+use crate::error::{ErrorCode, KomaError};
 use crate::frame::{LineSplitter, Violation};
 use crate::lifecycle::Lifecycle;
 use crate::limits::MAX_BUFFERED_EVENTS;
+use crate::quote::escape_text;
 
 /// How the reading of stdout ended.
 pub(super) enum ReadEnd {
@@ -19,8 +22,8 @@ pub(super) enum ReadEnd {
     Eof,
     /// Reading failed.
     Io(std::io::Error),
-    /// A protocol violation: the client has already failed with it.
-    Violation,
+    /// A protocol violation, or no hello in time: the client has already failed with it.
+    Failed,
     /// The supervisor stopped reading (koma exited and something else held stdout open).
     Cut,
     /// The reader panicked.
@@ -51,9 +54,21 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
     let trace = link.trace.as_ref();
     let panic_on_frame = link.options.panics_in_reader();
+    // Until the first line is whole, reading waits for hello at most this long.
+    let mut hello_deadline = link.options.hello_timeout.map(|d| (Instant::now() + d, d));
     loop {
         buf.clear();
-        let n = match stdout.read_buf(&mut buf).await {
+        let read = match hello_deadline {
+            None => stdout.read_buf(&mut buf).await,
+            Some((at, limit)) => match tokio::time::timeout_at(at, stdout.read_buf(&mut buf)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    no_hello(&link, limit);
+                    return ReadEnd::Failed;
+                }
+            },
+        };
+        let n = match read {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -71,6 +86,9 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
                 |v| v,
             )
             .err();
+        if !lines.is_empty() {
+            hello_deadline = None; // the first frame came: hello, or a violation
+        }
         // Applied in groups: the host's thread takes the first events
         // while later ones are checked, and a read of more events than the
         // buffer holds flows through it instead of overflowing it.
@@ -94,13 +112,13 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
             }
             wait_for_room(&link, &frames).await;
             if apply(&link, frames).is_err() {
-                return ReadEnd::Violation;
+                return ReadEnd::Failed;
             }
         }
         // A line over the bound ends the read after its complete lines.
         if let Some(v) = too_large {
             let _ = apply(&link, vec![Routed::Violation(v)]);
-            return ReadEnd::Violation;
+            return ReadEnd::Failed;
         }
         // While the host's thread has not taken the last wake, more
         // answers can pile up in the pipe and be read in one go (small reads
@@ -124,9 +142,24 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
         Err(_) if link.lock().session.lifecycle == Lifecycle::Detached => ReadEnd::Eof,
         Err(v) => {
             let _ = apply(&link, vec![Routed::Violation(v)]);
-            ReadEnd::Violation
+            ReadEnd::Failed
         }
     }
+}
+
+/// The child started and sent no hello within `limit`: the client fails (and
+/// the child is stopped, as after any failure).
+fn no_hello(link: &Link, limit: Duration) {
+    let exe = escape_text(&link.options.launch.executable.to_string_lossy(), false);
+    let within = if limit.as_millis().is_multiple_of(1000) {
+        format!("{} s", limit.as_secs())
+    } else {
+        format!("{} ms", limit.as_millis())
+    };
+    link.fail_with_stderr(KomaError::new(
+        ErrorCode::TransportFailure,
+        format!("no hello from `{exe} sdk serve` within {within}: is `{exe}` koma? Nothing was written to it"),
+    ));
 }
 
 /// Before events that would overflow the buffer: if the application is

@@ -243,7 +243,7 @@ async fn write_failed(link: &Link, e: std::io::Error) {
 async fn stdout_ended(link: &Link, end: ReadEnd) {
     link.signals.stdout_end.send_replace(true);
     let io_error = match end {
-        ReadEnd::Violation => return, // the client has failed with it
+        ReadEnd::Failed => return, // the client has failed with it
         ReadEnd::Panicked => {
             let msg = link.with_stderr_tail("an internal error (a panic) in the client's reader task".to_owned());
             link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
