@@ -11,7 +11,7 @@ use super::census::Alive;
 use super::completion::Outcome;
 use super::counters::EventCounters;
 use super::options::ConnectionOptions;
-use super::phase::{closed_error, Phase};
+use super::phase::Phase;
 use super::signals::{Signals, Stop};
 use super::state::{Scope, Shared};
 use super::trace::Trace;
@@ -144,15 +144,7 @@ impl Link {
     /// Settle everything once close has stopped the child and let go of
     /// every resource.
     pub fn finish_close(&self, s: &mut Shared) {
-        let unknown = |m: &str| {
-            KomaError::new(
-                ErrorCode::DeliveryUnknown,
-                format!("`{m}` was written, then the client was closed before its answer"),
-            )
-        };
-        s.settle_calls(Scope::All, unknown, &closed_error());
-        s.complete_detach();
-        s.stream.events.end(End::Finished);
+        s.wind_up("the client was closed before its answer");
         s.phase = Phase::Closed;
         for t in std::mem::take(&mut s.calls.close_waiters) {
             s.complete(t, Outcome::Closed);

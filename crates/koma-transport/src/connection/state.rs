@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use super::completion::{Completion, Outcome};
 use super::deadline::Deadline;
-use super::phase::Phase;
+use super::phase::{closed_error, Phase};
 use super::stdin::Stdin;
 use crate::child::Process;
 use crate::error::{ErrorCode, KomaError};
-use crate::events::EventBuffer;
+use crate::events::{End, EventBuffer};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::pending::PendingTable;
@@ -166,6 +166,16 @@ impl Shared {
             return Some("probe".to_owned());
         }
         None
+    }
+
+    /// The session is over without a failure (closed, or detached): settle
+    /// every call still waiting (a request written gets `delivery_unknown`:
+    /// "written, then `ended`"), hand the detach its answer, end the events.
+    pub fn wind_up(&mut self, ended: &str) {
+        let unknown = |m: &str| KomaError::new(ErrorCode::DeliveryUnknown, format!("`{m}` was written, then {ended}"));
+        self.settle_calls(Scope::All, unknown, &closed_error());
+        self.complete_detach();
+        self.stream.events.end(End::Finished);
     }
 
     /// Hand the detach its answer (kept until stdout ended and the child exited).

@@ -16,15 +16,13 @@ use tokio::task::JoinHandle;
 
 use super::drain::drain_stderr;
 use super::link::Link;
-use super::phase::{closed_error, Phase};
+use super::phase::Phase;
 use super::reader::{read_stdout, ReadEnd};
 use super::signals::Stop;
-use super::state::Scope;
 use super::stdin::WriterMsg;
 use super::writer::{write_stdin, WriteEnd};
 use crate::child::{self, ExitInfo, Process, Spawned};
 use crate::error::{ErrorCode, KomaError};
-use crate::events::End;
 use crate::lifecycle::Lifecycle;
 use crate::runtime::runtime;
 
@@ -271,15 +269,7 @@ async fn stdout_ended(link: &Link, end: ReadEnd) {
             return;
         }
         s.phase = Phase::Ended;
-        let unknown = |m: &str| {
-            KomaError::new(
-                ErrorCode::DeliveryUnknown,
-                format!("`{m}` was written, then koma's stdout ended after detach without its answer"),
-            )
-        };
-        s.settle_calls(Scope::All, unknown, &closed_error());
-        s.complete_detach();
-        s.stream.events.end(End::Finished);
+        s.wind_up("koma's stdout ended after detach without its answer");
         link.wake_if_needed(s);
         return;
     }
