@@ -8,7 +8,8 @@
 //! - `reader.rs`: the reader task (stdout: split, check, route), over
 //!   `route.rs` (frames classified and applied: hello, responses, events);
 //! - `writer.rs`: the writer task (stdin, in order, what could not be written
-//!   directly); `drain.rs`: the stderr drain; `timers.rs`: the calls' deadlines;
+//!   directly); `drain.rs`: the stderr drain (whole lines for the trace:
+//!   `stderr_lines.rs`); `timers.rs`: the calls' deadlines;
 //! - `link.rs`: what every actor holds: the state behind one mutex
 //!   (`state.rs`, grouped by concern, with `phase.rs`, `stdin.rs` and
 //!   `deadline.rs`), the tasks' signals (`signals.rs`), the trace, and the
