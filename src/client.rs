@@ -347,6 +347,7 @@ impl Client {
             Closing::Done => {
                 js.undefined().map(Started::Now).map_err(|e| KomaError::new(ErrorCode::TransportFailure, e.reason))
             }
+            Closing::Refused(e) => Err(e),
         })
         .map(Raw)
     }

@@ -1,5 +1,5 @@
-//! What a spawn costs, by method, in a parent that looks like a busy Node
-//! process (a large touched heap and many threads): `fork` (std's `Command`
+//! What a spawn costs, by method, in a parent that looks like a busy host
+//! process (a language runtime with a large touched heap and many threads): `fork` (std's `Command`
 //! with a `pre_exec` hook, as the supervisor used before), `posix_spawn`
 //! (std's `Command` without a hook: glibc's vfork-style clone, but no way to
 //! set the parent-death signal), and this crate's spawner (`child::launch`:

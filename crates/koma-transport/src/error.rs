@@ -49,7 +49,7 @@ impl fmt::Display for ErrorCode {
 }
 
 /// The server's `error` object of a failed response, as raw JSON where it is JSON.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteError {
     pub code: String,
     pub message: String,
@@ -58,7 +58,7 @@ pub struct RemoteError {
 }
 
 /// An error with a code from the protocol file.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KomaError {
     pub code: ErrorCode,
     pub message: String,

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crate::error::KomaError;
 use crate::lift::LiftedString;
-use crate::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
+use crate::limits::{MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES};
 
 /// Events joined as they arrive into a batch of JSON (`[e1,e2,...` without
 /// the closing bracket; what each event writes is up to the caller, and the
@@ -35,9 +35,9 @@ enum Item {
 /// Why the stream of events ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
-    /// Detach, close: the iterator finishes.
+    /// Detach, close: the host's stream of events ends.
     Finished,
-    /// A transport failure or protocol error: the iterator throws it.
+    /// A transport failure or protocol error: the host's stream of events ends with it.
     Failed(KomaError),
 }
 
@@ -115,10 +115,6 @@ impl EventBuffer {
     /// Something is ready for the application (events, the report, or the end).
     pub fn is_ready(&self) -> bool {
         !self.queue.is_empty() || self.end.is_some()
-    }
-
-    pub fn is_ended(&self) -> bool {
-        self.end.is_some()
     }
 
     /// Offer one sequence-checked event of `frame_bytes` (counted against the

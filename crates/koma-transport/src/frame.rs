@@ -10,8 +10,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::limits::MAX_FRAME_BYTES;
 use crate::quote::quote_line;
-use crate::MAX_FRAME_BYTES;
 
 /// One complete line, terminator (`\n` or `\r\n`) removed.
 pub enum Line<'a> {

@@ -5,9 +5,9 @@
 //! event, a file's content in a tool result, a large result. Here the I/O
 //! thread cuts every string of at least [`LIFT_MIN_BYTES`] out of a line,
 //! leaving `""` in its place, checks and decodes it; serde then validates
-//! and classifies the short rest (the skeleton), and the binding parses the
-//! skeleton and puts each string back at its path as a ready-made
-//! JavaScript string (for ASCII, one that uses these bytes without a copy).
+//! and classifies the short rest (the skeleton), and the host parses the
+//! skeleton and puts each string back at its path as a ready-made string of
+//! its own (for ASCII, one that can use these bytes without a copy).
 //!
 //! Why the skeleton's check stands for the line's: a string token is
 //! recognised the same way by any lexer (outside a string `"` opens one;
@@ -17,10 +17,11 @@
 //! no control character, valid escapes and valid UTF-8 (ASCII, or decoded
 //! by serde).
 //!
-//! The restored value is the one `JSON.parse` gives. Where it could differ,
-//! nothing is lifted: an object on a lifted string's path with a duplicate
-//! key (the last one wins in `JSON.parse`, and the path could lead into the
-//! value that lost), or a `__proto__` key on the path. Nor where the work
+//! The restored value is the one a parser of the whole line gives. Where it
+//! could differ, nothing is lifted: an object on a lifted string's path with
+//! a duplicate key (a parser keeps the last one, and the path could lead
+//! into the value that lost), or a `__proto__` key on the path (which some
+//! parsers give a meaning of its own). Nor where the work
 //! could grow: deeper than [`MAX_DEPTH`], or an object on the path with more
 //! than [`MAX_KEYS`] keys.
 
@@ -68,7 +69,7 @@ pub struct Lifted {
     pub lifts: Vec<Lift>,
 }
 
-/// A lifted string that owns its characters, ready for the binding.
+/// A lifted string that owns its characters, ready for the host.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Chars {
     /// One byte per character: `bytes[range]` (shared with the line it was
@@ -124,7 +125,7 @@ impl Lifted {
                         }
                         // Shared only with a string that is most of the line:
                         // a short string must not keep a long line alive
-                        // (V8 is told the size of the string, not the line's).
+                        // (a host accounts for the string's size, not the line's).
                         Source::Share { line, offset } if r.len() * SHARE_MIN_FRACTION >= line.len() => {
                             Chars::Latin1 { bytes: line.clone(), range: r.start + offset..r.end + offset }
                         }
@@ -367,7 +368,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    /// Put the lifted strings back into the parsed skeleton, as the binding does.
+    /// Put the lifted strings back into the parsed skeleton, as a host does.
     fn restore(json: &[u8], l: &Lifted) -> Value {
         let mut v: Value = serde_json::from_slice(&l.skeleton).unwrap();
         for lift in &l.lifts {

@@ -90,10 +90,11 @@ pub fn check(method_name: &str, params: Option<&str>) -> Result<String, KomaErro
     Ok(text.to_owned())
 }
 
-/// Why JSON text that a JavaScript `JSON.stringify` made cannot be sent:
-/// a string with a lone surrogate (half of a UTF-16 pair, what slicing a
-/// string inside an emoji gives), which `JSON.stringify` writes as `\uD800`
-/// and strict JSON parsers (serde_json among them, and so koma) refuse.
+/// Why JSON text that a host made from its own strings cannot be sent: a
+/// string with a lone surrogate (half of a UTF-16 pair, what slicing a
+/// UTF-16 string inside an emoji gives), which a serializer of such strings
+/// writes as `\uD800` and strict JSON parsers (serde_json among them, and so
+/// koma) refuse.
 /// Names the top-level field that holds it, where it can.
 fn unsendable(text: &str, method: Option<&Method>) -> Option<String> {
     let at = lone_surrogates(text);

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::error::{ErrorCode, KomaError};
-use crate::MAX_PENDING;
+use crate::limits::MAX_PENDING;
 
 /// One request in flight. Its wire id is its token in decimal.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 
 use std::collections::VecDeque;
 
+use crate::limits::STDERR_KEEP_BYTES;
 use crate::quote::escape_text;
-use crate::STDERR_KEEP_BYTES;
 
 #[derive(Debug)]
 pub struct StderrRing {

@@ -1,12 +1,12 @@
-//! A `Connection` driven against koma-sim, as the binding drives it: calls
+//! A `Connection` driven against koma-sim, as a host drives it: calls
 //! by token, completions drained after a wake.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{alive, group_alive, open_fds, serial, Client};
-use koma_transport::{Closing, ErrorCode, Outcome, Probe};
+use common::{alive, children_of_self, group_alive, open_fds, serial, sim_launch, Client};
+use koma_transport::{Closing, ConnectionOptions, ErrorCode, Outcome, Probe};
 
 #[test]
 fn a_session_from_probe_to_detach() {
@@ -75,6 +75,43 @@ fn a_deadline_settles_once_and_is_cancelled_when_the_answer_comes() {
     assert_eq!(e.code, ErrorCode::Timeout);
     c.close();
     assert_eq!(c.done[&t].len(), 1, "settled once");
+}
+
+#[test]
+fn a_child_that_sends_no_hello_in_time_fails_the_client_and_is_reaped() {
+    let _serial = serial();
+    // koma-sim waits (reading nothing) for ten minutes before its hello.
+    let launch = sim_launch(&[("KOMA_SIM_HELLO_DELAY_MS", "600000")]);
+    let exe = launch.executable.to_string_lossy().into_owned();
+    let hello_timeout = Some(Duration::from_millis(200));
+    let mut c = Client::with_options(ConnectionOptions { launch, hello_timeout, ..Default::default() });
+    let p = c.conn.token();
+    assert!(matches!(c.conn.probe(p, None).unwrap(), Probe::Wait));
+    let t = c.conn.token();
+    c.conn.request(t, "state", None, None).unwrap();
+    let Outcome::Error(e) = c.outcome(p) else { panic!("hello came") };
+    assert_eq!(e.code, ErrorCode::TransportFailure);
+    let said = format!("no hello from `{exe} sdk serve` within 200 ms: is `{exe}` koma? Nothing was written to it; ");
+    assert!(e.message.starts_with(&said), "{}", e.message);
+    assert!(e.message.contains("stderr"), "with the stderr tail: {}", e.message);
+    let Outcome::Error(queued) = c.outcome(t) else { panic!() };
+    assert_eq!(queued.code, ErrorCode::TransportFailure, "the call made before hello was never written");
+    c.close();
+    assert!(c.conn.is_closed());
+    assert_eq!(children_of_self(), Vec::new(), "the child is reaped when close is done");
+}
+
+#[test]
+fn a_hello_within_the_bound_is_taken() {
+    let _serial = serial();
+    let launch = sim_launch(&[("KOMA_SIM_HELLO_DELAY_MS", "300")]);
+    let hello_timeout = Some(Duration::from_secs(60));
+    let mut c = Client::with_options(ConnectionOptions { launch, hello_timeout, ..Default::default() });
+    let p = c.conn.token();
+    c.conn.probe(p, None).unwrap();
+    assert!(matches!(c.outcome(p), Outcome::Hello(_)));
+    assert_eq!(c.call("state", None).unwrap()["status"], "idle");
+    c.close();
 }
 
 fn tempdir() -> String {

@@ -1,5 +1,5 @@
 //! A state-machine test of the core: `Connection` driven against koma-sim the
-//! way the binding drives it (a token per call, completions drained after a
+//! way a host drives it (a token per call, completions drained after a
 //! wake), in random interleavings.
 //!
 //! A case is one fresh connection, brought to one of eight phases (not
@@ -385,9 +385,9 @@ impl Case {
         self.errors.push(what);
     }
 
-    // ------------------------------------------------ driving, as the binding does
+    // --------------------------------------------------- driving, as a host does
 
-    /// Take what is ready (the binding's drain after a wake), check each completion.
+    /// Take what is ready (a host's drain after a wake), check each completion.
     fn pump(&mut self) {
         let batch = self.conn.drain();
         self.drains += 1;
@@ -415,7 +415,7 @@ impl Case {
     fn record(&mut self, token: u64, got: Got) {
         let label = got.label();
         let Some(call) = self.calls.get(&token) else {
-            // Not a token of this test: close's own detach. The binding ignores it.
+            // Not a token of this test: close's own detach. A host ignores it.
             self.stats.internal += 1;
             self.note(format!("completion for token {token} (not the test's: close's own detach): {got:?}"));
             let fits = matches!(got, Got::Result(_) | Got::Err(ErrorCode::DeliveryUnknown | ErrorCode::Closed, _));
@@ -606,6 +606,7 @@ impl Case {
                 }
                 None
             }
+            Closing::Refused(e) => panic!("close refused in the process that made the connection: {e}"),
         }
     }
 

@@ -5,16 +5,31 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::completion::{Outcome, RawJson};
+use super::link::Link;
 use super::phase::Phase;
-use super::{Connection, Outcome, RawJson};
+use super::state::Shared;
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
 use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
 
-/// Entries per event in a batch's flat array: `[seq, name, data, size, ...]`
-/// (`RoutedEvent::write` writes the first three, the event buffer the size
-/// of the event's frame, by which the application counts what it took).
+/// Entries per event in a batch: the core's batch format, which any host
+/// reads. A batch (`Take::Batch::json`) is one flat JSON array of
+/// `BATCH_STRIDE` entries per event, in the order the events arrived. For
+/// the event at index `i` of the batch:
+///
+/// - entry `4i` is its `seq` (a positive integer);
+/// - entry `4i + 1` its `name` (a string of the event catalog);
+/// - entry `4i + 2` its `data`, as the frame had it, except that each string
+///   lifted out of it (see [`crate::lift`]) is `""`: `Take::Batch::lifts`
+///   holds those strings as `(i, string)`, each with its path from `data`;
+/// - entry `4i + 3` the size in bytes of its frame (its JSON text, without
+///   the line terminator): what the host adds to the `TAKEN_BYTES` counter
+///   when the application takes the event (see `EventCounters`).
+///
+/// So a host parses a batch of `n` events as one array of `4n` values,
+/// with no object per event.
 pub const BATCH_STRIDE: u32 = 4;
 
 /// Where event `i` of a batch keeps its `data` in the batch's flat array.
@@ -36,9 +51,7 @@ pub(super) struct RoutedEvent<'c> {
 
 impl RoutedEvent<'_> {
     /// `N,"name",data`: the event's first three entries in its batch (see
-    /// [`BATCH_STRIDE`]), a flat JSON array that the iterator turns into
-    /// `{type: "event", seq, name, data}` objects (parsing fewer keys than
-    /// whole event objects would need).
+    /// [`BATCH_STRIDE`]; the event buffer adds the fourth).
     fn write(&self, seq: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
         out.extend_from_slice(b",\"");
@@ -158,110 +171,108 @@ fn route_lifted(line: Line<'_>) -> Result<Routed<'_>, Line<'_>> {
     }
 }
 
-impl Connection {
-    /// Apply the frames of one read, in order, under one lock. A violation
-    /// fails the client (and is returned).
-    pub(super) fn apply(&self, frames: Vec<Routed<'_>>) -> Result<(), KomaError> {
-        let mut s = self.inner.lock();
-        let mut result = Ok(());
-        for f in frames {
-            s.stream.frames_seen += 1;
-            let first = s.stream.frames_seen == 1;
-            match f {
-                Routed::Violation(v) => {
-                    result = Err(v);
+/// Apply the frames of one read, in order, under one lock. A violation
+/// fails the client (and is returned).
+pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaError> {
+    let mut s = link.lock();
+    let mut result = Ok(());
+    for f in frames {
+        s.stream.frames_seen += 1;
+        let first = s.stream.frames_seen == 1;
+        match f {
+            Routed::Violation(v) => {
+                result = Err(v);
+                break;
+            }
+            Routed::Hello(line) => {
+                if !first {
+                    result = Err(Violation::new("a second hello frame", &line));
                     break;
                 }
-                Routed::Hello(line) => {
-                    if !first {
-                        result = Err(Violation::new("a second hello frame", &line));
+                match hello::check(&line) {
+                    Ok(h) => hello_arrived(link, &mut s, Arc::new(h)),
+                    Err(e) => {
+                        drop(s);
+                        link.fail_with_stderr(e);
+                        return Err(KomaError::new(ErrorCode::ProtocolError, "bad hello"));
+                    }
+                }
+            }
+            _ if first => {
+                result = Err(Violation::new("the first frame is not hello", f.line_for_quote()));
+                break;
+            }
+            Routed::Response { id, body } => {
+                let Some((token, _)) = s.calls.pending.take_by_id(&id) else {
+                    continue; // not pending: unknown, answered or abandoned
+                };
+                let outcome = match body {
+                    RoutedBody::Result(raw) => Outcome::Result(raw),
+                    RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),
+                };
+                if s.session.detach_token == Some(token) {
+                    // Handed over after the child's exit.
+                    s.session.detach_answer = Some(outcome);
+                } else {
+                    s.complete(token, outcome);
+                }
+            }
+            Routed::Event { seq, event } => {
+                if let Some(last) = s.stream.last_seq {
+                    if seq != last + 1 {
+                        let what = if seq == last {
+                            format!("event seq {seq} repeated")
+                        } else if seq < last {
+                            format!("event seq {seq} after {last} (a step back)")
+                        } else {
+                            format!("event seq {seq} after {last} (a gap)")
+                        };
+                        result = Err(Violation { what, quote: String::new() });
                         break;
                     }
-                    match hello::check(&line) {
-                        Ok(h) => self.hello_arrived(&mut s, Arc::new(h)),
-                        Err(e) => {
-                            drop(s);
-                            self.fail_with_stderr(e);
-                            return Err(KomaError::new(ErrorCode::ProtocolError, "bad hello"));
-                        }
+                }
+                s.stream.last_seq = Some(seq);
+                if let Some(mut e) = event {
+                    let counters = &link.counters;
+                    let (count, bytes) = counters.taken();
+                    s.stream.events.settle(count, bytes);
+                    let len = e.data_json().len() + e.name.len() + 24;
+                    let lifts = std::mem::take(&mut e.lifts);
+                    if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
+                        counters.set_epoch(s.stream.events.epoch());
                     }
                 }
-                _ if first => {
-                    result = Err(Violation::new("the first frame is not hello", f.line_for_quote()));
-                    break;
-                }
-                Routed::Response { id, body } => {
-                    let Some((token, _)) = s.calls.pending.take_by_id(&id) else {
-                        continue; // not pending: unknown, answered or abandoned
-                    };
-                    let outcome = match body {
-                        RoutedBody::Result(raw) => Outcome::Result(raw),
-                        RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),
-                    };
-                    if s.session.detach_token == Some(token) {
-                        // Handed over after the child's exit.
-                        s.session.detach_answer = Some(outcome);
-                    } else {
-                        s.complete(token, outcome);
-                    }
-                }
-                Routed::Event { seq, event } => {
-                    if let Some(last) = s.stream.last_seq {
-                        if seq != last + 1 {
-                            let what = if seq == last {
-                                format!("event seq {seq} repeated")
-                            } else if seq < last {
-                                format!("event seq {seq} after {last} (a step back)")
-                            } else {
-                                format!("event seq {seq} after {last} (a gap)")
-                            };
-                            result = Err(Violation { what, quote: String::new() });
-                            break;
-                        }
-                    }
-                    s.stream.last_seq = Some(seq);
-                    if let Some(mut e) = event {
-                        let counters = &self.inner.counters;
-                        let (count, bytes) = counters.taken();
-                        s.stream.events.settle(count, bytes);
-                        let len = e.data_json().len() + e.name.len() + 24;
-                        let lifts = std::mem::take(&mut e.lifts);
-                        if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
-                            counters.set_epoch(s.stream.events.epoch());
-                        }
-                    }
-                }
-            }
-        }
-        match result {
-            Ok(()) => {
-                self.wake_if_needed(s);
-                Ok(())
-            }
-            Err(v) => {
-                drop(s);
-                let e = KomaError::new(ErrorCode::ProtocolError, format!("protocol error: {}", v.message()));
-                self.fail_with_stderr(e.clone());
-                Err(e)
             }
         }
     }
+    match result {
+        Ok(()) => {
+            link.wake_if_needed(s);
+            Ok(())
+        }
+        Err(v) => {
+            drop(s);
+            let e = KomaError::new(ErrorCode::ProtocolError, format!("protocol error: {}", v.message()));
+            link.fail_with_stderr(e.clone());
+            Err(e)
+        }
+    }
+}
 
-    /// A checked hello: the client is ready, `probe()`s resolve, and the
-    /// calls made before it are checked and written, in call order.
-    fn hello_arrived(&self, s: &mut super::state::Shared, h: Arc<hello::Hello>) {
-        s.session.hello = Some(h.clone());
-        if s.phase == Phase::Starting {
-            s.phase = Phase::Ready;
-        }
-        for t in std::mem::take(&mut s.calls.hello_waiters) {
-            s.complete(t, Outcome::Hello(h.clone()));
-        }
-        if s.phase == Phase::Ready {
-            for q in std::mem::take(&mut s.calls.before_hello) {
-                if let Err(e) = self.admit(s, q.token, &q.method, q.line) {
-                    s.complete(q.token, Outcome::Error(e));
-                }
+/// A checked hello: the client is ready, `probe()`s resolve, and the
+/// calls made before it are checked and written, in call order.
+fn hello_arrived(link: &Link, s: &mut Shared, h: Arc<hello::Hello>) {
+    s.session.hello = Some(h.clone());
+    if s.phase == Phase::Starting {
+        s.phase = Phase::Ready;
+    }
+    for t in std::mem::take(&mut s.calls.hello_waiters) {
+        s.complete(t, Outcome::Hello(h.clone()));
+    }
+    if s.phase == Phase::Ready {
+        for q in std::mem::take(&mut s.calls.before_hello) {
+            if let Err(e) = link.admit(s, q.token, &q.method, q.line) {
+                s.complete(q.token, Outcome::Error(e));
             }
         }
     }

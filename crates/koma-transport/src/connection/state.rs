@@ -1,17 +1,15 @@
 //! The state the connection's actors share, behind one mutex, grouped by concern.
 
 use std::collections::HashMap;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::phase::Phase;
-use super::writer::WriterMsg;
-use super::{Completion, Outcome};
+use super::completion::{Completion, Outcome};
+use super::deadline::Deadline;
+use super::phase::{closed_error, Phase};
+use super::stdin::Stdin;
 use crate::child::Process;
 use crate::error::{ErrorCode, KomaError};
-use crate::events::EventBuffer;
+use crate::events::{End, EventBuffer};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::pending::PendingTable;
@@ -28,10 +26,9 @@ pub(super) struct Shared {
     pub child: ChildSlot,
 }
 
-/// The calls the binding is waiting on, by token.
+/// The calls the host is waiting on, by token.
 #[derive(Default)]
 pub(super) struct Calls {
-    next_token: u64,
     /// Written (or being written) and not yet answered.
     pub pending: PendingTable,
     /// Made before hello: checked and written once hello has come.
@@ -41,7 +38,7 @@ pub(super) struct Calls {
     /// `close()` calls waiting for the end.
     pub close_waiters: Vec<u64>,
     /// The deadline of each call that has one; cancelled when the call settles.
-    pub timers: HashMap<u64, super::timers::Deadline>,
+    pub timers: HashMap<u64, Deadline>,
 }
 
 pub(super) struct Queued {
@@ -50,7 +47,7 @@ pub(super) struct Queued {
     pub line: Vec<u8>,
 }
 
-/// Completions ready for the binding, and whether a wake is already due.
+/// Completions ready for the host, and whether a wake is already due.
 #[derive(Default)]
 pub(super) struct Outbox {
     pub completions: Vec<Completion>,
@@ -72,22 +69,10 @@ pub(super) struct Session {
 #[derive(Default)]
 pub(super) struct Stream {
     pub events: EventBuffer,
-    /// The binding waits for events: wake it when some are ready.
+    /// The host waits for events: wake it when some are ready.
     pub wanted: bool,
     pub last_seq: Option<u64>,
     pub frames_seen: u64,
-}
-
-/// koma's stdin, as the caller's thread sees it.
-#[derive(Default)]
-pub(super) struct Stdin {
-    pub writer: Option<mpsc::UnboundedSender<WriterMsg>>,
-    /// The writer's pipe (non-blocking), for writing directly from the
-    /// caller's thread while nothing is queued: no thread hop. Cleared (under
-    /// the lock) before the writer task closes it.
-    pub fd: Option<RawFd>,
-    /// The writer task has lines queued or in progress: keep the order, queue behind them.
-    pub backlog: bool,
 }
 
 /// The child, as the supervisor shares it.
@@ -111,7 +96,7 @@ impl Shared {
     pub fn new() -> Self {
         Shared {
             phase: Phase::NotStarted,
-            calls: Calls { next_token: 1, ..Default::default() },
+            calls: Calls::default(),
             outbox: Outbox::default(),
             session: Session {
                 hello: None,
@@ -127,13 +112,7 @@ impl Shared {
         }
     }
 
-    pub fn new_token(&mut self) -> u64 {
-        let t = self.calls.next_token;
-        self.calls.next_token += 1;
-        t
-    }
-
-    /// Hand a call's outcome to the binding (and cancel its deadline).
+    /// Hand a call's outcome to the host (and cancel its deadline).
     pub fn complete(&mut self, token: u64, outcome: Outcome) {
         self.calls.timers.remove(&token); // cancelled as it drops
         if self.session.close_detach == Some(token) {
@@ -187,6 +166,16 @@ impl Shared {
             return Some("probe".to_owned());
         }
         None
+    }
+
+    /// The session is over without a failure (closed, or detached): settle
+    /// every call still waiting (a request written gets `delivery_unknown`:
+    /// "written, then `ended`"), hand the detach its answer, end the events.
+    pub fn wind_up(&mut self, ended: &str) {
+        let unknown = |m: &str| KomaError::new(ErrorCode::DeliveryUnknown, format!("`{m}` was written, then {ended}"));
+        self.settle_calls(Scope::All, unknown, &closed_error());
+        self.complete_detach();
+        self.stream.events.end(End::Finished);
     }
 
     /// Hand the detach its answer (kept until stdout ended and the child exited).

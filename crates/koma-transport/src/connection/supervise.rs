@@ -14,49 +14,61 @@ use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::drain::drain_stderr;
+use super::link::Link;
 use super::phase::Phase;
 use super::reader::{read_stdout, ReadEnd};
-use super::state::Scope;
-use super::writer::{write_stdin, WriteEnd, WriterMsg};
-use super::{Connection, Stop, DETACH_GRACE, EXIT_EOF_GRACE, LAST_WORDS_GRACE, STOP_GRACE};
+use super::signals::Stop;
+use super::stdin::WriterMsg;
+use super::writer::{write_stdin, WriteEnd};
 use crate::child::{self, ExitInfo, Process, Spawned};
 use crate::error::{ErrorCode, KomaError};
-use crate::events::End;
 use crate::lifecycle::Lifecycle;
 use crate::runtime::runtime;
 
+/// How long `close()` waits for a detach to be answered and the child to exit.
+pub const DETACH_GRACE: Duration = Duration::from_secs(2);
+/// How long after stdin's end, then after SIGTERM, before the next step.
+pub const STOP_GRACE: Duration = Duration::from_millis(1000);
+/// How long a failure waits for stderr to close and the child to exit, so the
+/// child's last words are in the message.
+pub const LAST_WORDS_GRACE: Duration = Duration::from_millis(500);
+/// How long after the child's exit (and its group's) stdout may stay open
+/// (held by a process that left the group) before it is cut.
+pub const EXIT_EOF_GRACE: Duration = Duration::from_millis(300);
 /// How long, after koma's exit and the SIGKILL to its group, the supervisor
 /// waits for the rest of the group to die.
 const GROUP_GRACE: Duration = Duration::from_secs(2);
 
-/// Start the supervisor of `conn` (its first call has been made).
-pub(super) fn start(conn: Connection) {
-    let guard = conn.clone();
-    let task = runtime().spawn(supervise(conn));
-    // A panic in the supervisor must not leave a child or a promise behind.
+/// Start the supervisor of a connection (its first call has been made).
+pub(super) fn start(link: Arc<Link>) {
+    let guard = link.clone();
+    let task = runtime().spawn(supervise(link));
+    // A panic in the supervisor must not leave a child or a call behind.
     runtime().spawn(async move {
         if let Err(e) = task.await {
             if e.is_panic() {
-                let msg = guard.with_stderr_tail("an internal error (a panic) in @koma/sdk's supervisor".to_owned());
+                let msg =
+                    guard.with_stderr_tail("an internal error (a panic) in the client's supervisor task".to_owned());
                 guard.fail(KomaError::new(ErrorCode::TransportFailure, msg));
-                let process = guard.inner.lock().child.process.take();
+                let process = guard.lock().child.process.take();
                 if let Some(p) = process {
                     p.kill_now();
                     let _ = p.exited().await;
                     p.reap();
                 }
-                guard.supervisor_done();
+                supervisor_done(&guard);
             }
         }
     });
 }
 
-async fn supervise(conn: Connection) {
-    let spawned = match child::launch(conn.inner.options.launch.clone()).await {
+async fn supervise(link: Arc<Link>) {
+    let spawned = match child::launch(link.options.launch.clone()).await {
         Ok(s) => s,
         Err(e) => {
-            conn.fail(e.into_error());
-            conn.supervisor_done();
+            link.fail(e.into_error());
+            supervisor_done(&link);
             return;
         }
     };
@@ -75,64 +87,64 @@ async fn supervise(conn: Connection) {
             let _ = process.exited().await;
             process.reap();
             drop(process);
-            conn.fail(KomaError::new(ErrorCode::SpawnFailed, "could not register koma's pipes with the I/O runtime"));
-            conn.supervisor_done();
+            link.fail(KomaError::new(ErrorCode::SpawnFailed, "could not register koma's pipes with the I/O runtime"));
+            supervisor_done(&link);
             return;
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();
     {
-        let mut s = conn.inner.lock();
+        let mut s = link.lock();
         s.child.process = Some(process.clone());
         s.stdin.writer = Some(tx);
         s.stdin.fd = Some(stdin.as_raw_fd());
     }
     // The client object may already be gone.
-    if *conn.inner.signals.stop.borrow() == Some(Stop::Kill) {
+    if *link.signals.stop.borrow() == Some(Stop::Kill) {
         process.kill_now();
     }
-    let mut reader = runtime().spawn(read_stdout(conn.clone(), stdout));
-    let mut drain = runtime().spawn(super::drain::drain_stderr(conn.clone(), stderr));
-    let mut writer = runtime().spawn(write_stdin(conn.clone(), rx, stdin));
+    let mut reader = runtime().spawn(read_stdout(link.clone(), stdout));
+    let mut drain = runtime().spawn(drain_stderr(link.clone(), stderr));
+    let mut writer = runtime().spawn(write_stdin(link.clone(), rx, stdin));
 
     // koma: stopped when asked, its exit seen, its group stopped, then reaped.
     let exit_part = async {
         let info = tokio::select! {
             info = process.exited() => info,
-            never = stop_when_asked(&conn, &process) => match never {},
+            never = stop_when_asked(&link, &process) => match never {},
         };
         process.signal_group(libc::SIGKILL); // what is left of its group
         process.reap();
-        conn.exited(info);
+        exited(&link, info);
         process.group_gone(GROUP_GRACE).await;
     };
     // stdout: read to its end (cut if something outside the group still holds it).
     let stdout_part = async {
         let end = tokio::select! {
             r = &mut reader => r.unwrap_or(ReadEnd::Panicked),
-            () = after_exit(&conn, EXIT_EOF_GRACE) => {
+            () = after_exit(&link, EXIT_EOF_GRACE) => {
                 cut(&mut reader).await;
                 ReadEnd::Cut
             }
         };
-        conn.stdout_ended(end).await;
+        stdout_ended(&link, end).await;
     };
     // stdin: written until the connection lets go of it.
     let stdin_part = async {
         let end = tokio::select! {
             r = &mut writer => r.map_err(|_| ()),
-            () = after_exit(&conn, STOP_GRACE) => {
-                conn.inner.lock().stdin.fd = None;
+            () = after_exit(&link, STOP_GRACE) => {
+                link.lock().stdin.fd = None;
                 cut(&mut writer).await;
                 Ok(WriteEnd::Closed)
             }
         };
         match end {
             Ok(WriteEnd::Closed) => {}
-            Ok(WriteEnd::Failed(e)) => conn.write_failed(e).await,
+            Ok(WriteEnd::Failed(e)) => write_failed(&link, e).await,
             Err(()) => {
-                let msg = conn.with_stderr_tail("an internal error (a panic) in @koma/sdk's writer task".to_owned());
-                conn.fail(KomaError::new(ErrorCode::TransportFailure, msg));
+                let msg = link.with_stderr_tail("an internal error (a panic) in the client's writer task".to_owned());
+                link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
             }
         }
     };
@@ -140,13 +152,13 @@ async fn supervise(conn: Connection) {
     let stderr_part = async {
         tokio::select! {
             _ = &mut drain => {}
-            () = after_exit(&conn, LAST_WORDS_GRACE) => cut(&mut drain).await,
+            () = after_exit(&link, LAST_WORDS_GRACE) => cut(&mut drain).await,
         }
-        conn.inner.signals.stderr_end.send_replace(true);
+        link.signals.stderr_end.send_replace(true);
     };
     tokio::join!(exit_part, stdout_part, stdin_part, stderr_part);
     drop(process);
-    conn.supervisor_done();
+    supervisor_done(&link);
 }
 
 /// Abort a task and wait until it is gone (its descriptors closed).
@@ -156,8 +168,8 @@ async fn cut<T>(task: &mut JoinHandle<T>) {
 }
 
 /// Resolves `grace` after the child's exit.
-fn after_exit(conn: &Connection, grace: Duration) -> impl Future<Output = ()> + '_ {
-    let mut exit = conn.inner.signals.exit.subscribe();
+fn after_exit(link: &Link, grace: Duration) -> impl Future<Output = ()> + '_ {
+    let mut exit = link.signals.exit.subscribe();
     async move {
         let _ = exit.wait_for(Option::is_some).await;
         tokio::time::sleep(grace).await;
@@ -167,8 +179,8 @@ fn after_exit(conn: &Connection, grace: Duration) -> impl Future<Output = ()> + 
 /// Stop the child when asked: for a detach, wait for it first; then stdin's
 /// end, SIGTERM, SIGKILL, each after a grace. Never returns: the caller races
 /// it against the child's exit.
-async fn stop_when_asked(conn: &Connection, process: &Process) -> std::convert::Infallible {
-    let mut stop = conn.inner.signals.stop.subscribe();
+async fn stop_when_asked(link: &Link, process: &Process) -> std::convert::Infallible {
+    let mut stop = link.signals.stop.subscribe();
     let Ok(first) = stop.wait_for(Option::is_some).await.map(|s| (*s).expect("checked")) else {
         return std::future::pending().await;
     };
@@ -177,7 +189,7 @@ async fn stop_when_asked(conn: &Connection, process: &Process) -> std::convert::
             tokio::time::sleep(DETACH_GRACE).await;
         }
         if first != Stop::Kill {
-            conn.shutdown_stdin();
+            shutdown_stdin(link);
             tokio::time::sleep(STOP_GRACE).await;
             process.signal(libc::SIGTERM);
             process.signal_group(libc::SIGTERM);
@@ -197,109 +209,99 @@ async fn stop_when_asked(conn: &Connection, process: &Process) -> std::convert::
     std::future::pending().await
 }
 
-impl Connection {
-    /// koma has exited and been reaped: nothing more is written to it.
-    fn exited(&self, info: ExitInfo) {
-        {
-            let mut s = self.inner.lock();
-            s.stdin.fd = None;
-            s.stdin.writer = None; // the writer task ends, and closes stdin
-        }
-        self.inner.signals.exit.send_replace(Some(info));
+/// koma has exited and been reaped: nothing more is written to it.
+fn exited(link: &Link, info: ExitInfo) {
+    {
+        let mut s = link.lock();
+        s.stdin.fd = None;
+        s.stdin.writer = None; // the writer task ends, and closes stdin
     }
+    link.signals.exit.send_replace(Some(info));
+}
 
-    /// Close stdin once what is queued has been written.
-    fn shutdown_stdin(&self) {
-        let s = self.inner.lock();
-        if let Some(w) = &s.stdin.writer {
-            let _ = w.send(WriterMsg::Shutdown);
-        }
+/// Close stdin once what is queued has been written.
+fn shutdown_stdin(link: &Link) {
+    let s = link.lock();
+    if let Some(w) = &s.stdin.writer {
+        let _ = w.send(WriterMsg::Shutdown);
     }
+}
 
-    /// A write to stdin failed (EPIPE: the child is gone or closed stdin). The
-    /// end of stdout usually says more: wait for it briefly.
-    async fn write_failed(&self, e: std::io::Error) {
-        let mut end = self.inner.signals.stdout_end.subscribe();
-        if tokio::time::timeout(LAST_WORDS_GRACE * 2, end.wait_for(|v| *v)).await.is_err() {
-            let msg = self.with_stderr_tail(format!("writing to koma's stdin failed: {e}"));
-            self.fail(KomaError::new(ErrorCode::TransportFailure, msg));
-        }
+/// A write to stdin failed (EPIPE: the child is gone or closed stdin). The
+/// end of stdout usually says more: wait for it briefly.
+async fn write_failed(link: &Link, e: std::io::Error) {
+    let mut end = link.signals.stdout_end.subscribe();
+    if tokio::time::timeout(LAST_WORDS_GRACE * 2, end.wait_for(|v| *v)).await.is_err() {
+        let msg = link.with_stderr_tail(format!("writing to koma's stdin failed: {e}"));
+        link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
     }
+}
 
-    /// The end of stdout: the normal end after detach, or a transport failure.
-    async fn stdout_ended(&self, end: ReadEnd) {
-        self.inner.signals.stdout_end.send_replace(true);
-        let io_error = match end {
-            ReadEnd::Violation => return, // the client has failed with it
-            ReadEnd::Panicked => {
-                let msg = self.with_stderr_tail("an internal error (a panic) in @koma/sdk's I/O task".to_owned());
-                self.fail(KomaError::new(ErrorCode::TransportFailure, msg));
-                return;
-            }
-            ReadEnd::Io(e) => Some(e),
-            ReadEnd::Eof | ReadEnd::Cut => None,
-        };
-        let detached = {
-            let s = self.inner.lock();
-            if s.phase.is_over() {
-                return; // closed (close settles) or failed (already settled)
-            }
-            s.session.lifecycle == Lifecycle::Detached
-        };
-        let mut exit = self.inner.signals.exit.subscribe();
-        if detached && io_error.is_none() {
-            // The normal end: wait (bounded) for the exit, then settle.
-            if tokio::time::timeout(DETACH_GRACE, exit.wait_for(Option::is_some)).await.is_err() {
-                self.request_stop(Stop::Now);
-                let _ = exit.wait_for(Option::is_some).await;
-            }
-            let mut s = self.inner.lock();
-            if s.phase.is_over() {
-                return;
-            }
-            s.phase = Phase::Ended;
-            let unknown = |m: &str| {
-                KomaError::new(
-                    ErrorCode::DeliveryUnknown,
-                    format!("`{m}` was written, then koma's stdout ended after detach without its answer"),
-                )
-            };
-            s.settle_calls(Scope::All, unknown, &super::phase::closed_error());
-            s.complete_detach();
-            s.stream.events.end(End::Finished);
-            self.wake_if_needed(s);
+/// The end of stdout: the normal end after detach, or a transport failure.
+async fn stdout_ended(link: &Link, end: ReadEnd) {
+    link.signals.stdout_end.send_replace(true);
+    let io_error = match end {
+        ReadEnd::Failed => return, // the client has failed with it
+        ReadEnd::Panicked => {
+            let msg = link.with_stderr_tail("an internal error (a panic) in the client's reader task".to_owned());
+            link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
             return;
         }
-        // A transport failure: wait briefly for the child's last words and its exit.
-        let mut stderr_end = self.inner.signals.stderr_end.subscribe();
-        let _ = tokio::time::timeout(LAST_WORDS_GRACE, async {
-            let _ = stderr_end.wait_for(|v| *v).await;
-            let _ = exit.wait_for(Option::is_some).await;
-        })
-        .await;
-        let exit_info = *self.inner.signals.exit.borrow();
-        let what = match (&io_error, exit_info) {
-            (Some(e), _) => format!("reading koma's stdout failed: {e}"),
-            (None, Some(info)) => format!("koma {} without detach (stdout ended)", info.describe()),
-            (None, None) => "koma closed its stdout without detach".to_owned(),
-        };
-        let msg = self.with_stderr_tail(what);
-        self.fail(KomaError::new(ErrorCode::TransportFailure, msg));
-    }
-
-    /// The supervisor is done: the child is reaped and every task and
-    /// descriptor of the connection is gone. A `close()` waiting for that
-    /// is settled now.
-    fn supervisor_done(&self) {
-        // Drop the process (its pidfd) outside the lock, before anyone can
-        // learn that close is done.
-        let process = self.inner.lock().child.process.take();
-        drop(process);
-        let mut s = self.inner.lock();
-        s.child.supervisor_done = true;
-        if s.phase == Phase::Closing {
-            self.finish_close(&mut s);
+        ReadEnd::Io(e) => Some(e),
+        ReadEnd::Eof | ReadEnd::Cut => None,
+    };
+    let detached = {
+        let s = link.lock();
+        if s.phase.is_over() {
+            return; // closed (close settles) or failed (already settled)
         }
-        self.wake_if_needed(s);
+        s.session.lifecycle == Lifecycle::Detached
+    };
+    let mut exit = link.signals.exit.subscribe();
+    if detached && io_error.is_none() {
+        // The normal end: wait (bounded) for the exit, then settle.
+        if tokio::time::timeout(DETACH_GRACE, exit.wait_for(Option::is_some)).await.is_err() {
+            link.signals.request_stop(Stop::Now);
+            let _ = exit.wait_for(Option::is_some).await;
+        }
+        let mut s = link.lock();
+        if s.phase.is_over() {
+            return;
+        }
+        s.phase = Phase::Ended;
+        s.wind_up("koma's stdout ended after detach without its answer");
+        link.wake_if_needed(s);
+        return;
     }
+    // A transport failure: wait briefly for the child's last words and its exit.
+    let mut stderr_end = link.signals.stderr_end.subscribe();
+    let _ = tokio::time::timeout(LAST_WORDS_GRACE, async {
+        let _ = stderr_end.wait_for(|v| *v).await;
+        let _ = exit.wait_for(Option::is_some).await;
+    })
+    .await;
+    let exit_info = *link.signals.exit.borrow();
+    let what = match (&io_error, exit_info) {
+        (Some(e), _) => format!("reading koma's stdout failed: {e}"),
+        (None, Some(info)) => format!("koma {} without detach (stdout ended)", info.describe()),
+        (None, None) => "koma closed its stdout without detach".to_owned(),
+    };
+    let msg = link.with_stderr_tail(what);
+    link.fail(KomaError::new(ErrorCode::TransportFailure, msg));
+}
+
+/// The supervisor is done: the child is reaped and every task and
+/// descriptor of the connection is gone. A `close()` waiting for that
+/// is settled now.
+fn supervisor_done(link: &Link) {
+    // Drop the process (its pidfd) outside the lock, before anyone can
+    // learn that close is done.
+    let process = link.lock().child.process.take();
+    drop(process);
+    let mut s = link.lock();
+    s.child.supervisor_done = true;
+    if s.phase == Phase::Closing {
+        link.finish_close(&mut s);
+    }
+    link.wake_if_needed(s);
 }

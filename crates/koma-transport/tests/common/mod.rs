@@ -1,5 +1,5 @@
-//! Driving a `Connection` from a test thread, the way the binding does from
-//! its JavaScript thread: a waker that counts wakes, and completions drained
+//! Driving a `Connection` from a test thread, the way a host does from its
+//! own thread: a waker that counts wakes, and completions drained
 //! and kept by token.
 #![allow(dead_code)]
 
@@ -38,6 +38,13 @@ pub fn sim_path() -> PathBuf {
         sim
     })
     .clone()
+}
+
+/// koma-sim with `env` added (and no delay between the steps of a turn).
+pub fn sim_launch(env: &[(&str, &str)]) -> LaunchOptions {
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![("KOMA_SIM_DELAY_MS".into(), "0".into())];
+    vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+    LaunchOptions { executable: sim_path().into(), cwd: None, env: vars, ..Default::default() }
 }
 
 /// Counts wakes; the test thread waits on it.
@@ -88,14 +95,16 @@ pub struct Client {
 
 impl Client {
     pub fn sim(env: &[(&str, &str)]) -> Self {
-        let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![("KOMA_SIM_DELAY_MS".into(), "0".into())];
-        vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
-        Self::with(LaunchOptions { executable: sim_path().into(), cwd: None, env: vars, ..Default::default() })
+        Self::with(sim_launch(env))
     }
 
     pub fn with(launch: LaunchOptions) -> Self {
+        Self::with_options(ConnectionOptions { launch, ..Default::default() })
+    }
+
+    pub fn with_options(options: ConnectionOptions) -> Self {
         let waker = Arc::new(TestWaker::default());
-        let conn = Connection::new(ConnectionOptions { launch, ..Default::default() }, waker.waker());
+        let conn = Connection::new(options, waker.waker());
         Client { conn, waker, seen_wakes: 0, done: HashMap::new() }
     }
 

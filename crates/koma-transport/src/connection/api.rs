@@ -1,0 +1,359 @@
+//! [`Connection`]: the API the host calls from its thread. Each call takes
+//! the connection's lock briefly and returns at once; what completes later
+//! comes back as a [`Completion`](super::completion::Completion) through the
+//! [`Waker`].
+//!
+//! In a process forked after the connection was made, every call is refused
+//! (`transport_failure`) before the lock is taken, and nothing is done to
+//! the child, which belongs to the parent (see `Link::foreign`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::completion::Completion;
+use super::counters::EventCounters;
+use super::link::Link;
+use super::options::ConnectionOptions;
+use super::phase::{closed_error, Phase};
+use super::signals::Stop;
+use super::state::{Queued, Scope, Shared};
+use super::supervise;
+use super::timers::expire_after;
+use super::waker::Waker;
+use crate::error::{ErrorCode, KomaError};
+use crate::events::{End, Take};
+use crate::hello::Hello;
+use crate::lifecycle::Lifecycle;
+use crate::limits::MAX_FRAME_BYTES;
+use crate::params;
+
+/// One client's connection. Cheap to clone.
+#[derive(Clone)]
+pub struct Connection {
+    link: Arc<Link>,
+}
+
+/// What `probe()` gets at once.
+pub enum Probe {
+    Ready(Arc<Hello>),
+    /// The hello will come as a completion for the call's token.
+    Wait,
+}
+
+/// What `close()` gets at once.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Closing {
+    /// Already closed (or never started): done now.
+    Done,
+    /// Done when the completion for the call's token comes.
+    Wait,
+    /// Refused at once: the connection was made before `fork()`, in the
+    /// parent, which alone can close it.
+    Refused(KomaError),
+}
+
+impl Connection {
+    pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
+        Connection { link: Arc::new(Link::new(options, waker)) }
+    }
+
+    /// A new call's token: its completion will carry it. Taken before the call
+    /// is made, so the host can be ready for the answer before anything is written.
+    pub fn token(&self) -> u64 {
+        self.link.new_token()
+    }
+
+    /// Send a request; its answer comes as a [`Completion`] for `token`.
+    /// Local rejections (nothing written) are returned at once.
+    pub fn request(
+        &self,
+        token: u64,
+        method: &str,
+        params_json: Option<&str>,
+        timeout: Option<Duration>,
+    ) -> Result<(), KomaError> {
+        if let Some(e) = self.link.foreign() {
+            return Err(e);
+        }
+        let mut s = self.link.lock();
+        if let Some(e) = s.phase.refusal() {
+            return Err(e);
+        }
+        let line = request_line(token, method, params_json)?;
+        if s.phase.awaits_hello() {
+            s.calls.before_hello.push(Queued { token, method: method.to_owned(), line });
+            self.start(&mut s);
+        } else {
+            self.link.admit(&mut s, token, method, line)?;
+        }
+        if let Some(d) = timeout {
+            expire_after(&self.link, &mut s, token, d);
+        }
+        Ok(())
+    }
+
+    /// Start the child if it has not been started; resolves with hello.
+    pub fn probe(&self, token: u64, timeout: Option<Duration>) -> Result<Probe, KomaError> {
+        if let Some(e) = self.link.foreign() {
+            return Err(e);
+        }
+        let mut s = self.link.lock();
+        match &s.phase {
+            Phase::Failed(e) => return Err(e.clone()),
+            p if p.is_closing() => return Err(closed_error()),
+            _ => {}
+        }
+        if let Some(h) = &s.session.hello {
+            return Ok(Probe::Ready(h.clone()));
+        }
+        s.calls.hello_waiters.push(token);
+        self.start(&mut s);
+        if let Some(d) = timeout {
+            expire_after(&self.link, &mut s, token, d);
+        }
+        Ok(Probe::Wait)
+    }
+
+    /// Forget a call (aborted by its signal): its late answer is ignored, and
+    /// if it was not yet written it never will be. Frees its pending slot.
+    pub fn abandon(&self, token: u64) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        self.link.lock().forget(token);
+    }
+
+    /// Completions ready for the host. Clears the wake flag: the next
+    /// completion wakes again.
+    pub fn drain(&self) -> Vec<Completion> {
+        if self.link.foreign().is_some() {
+            return Vec::new();
+        }
+        let mut s = self.link.lock();
+        s.outbox.wake_scheduled = false;
+        let completions = std::mem::take(&mut s.outbox.completions);
+        drop(s);
+        self.link.drained.notify_one();
+        completions
+    }
+
+    /// Take what is waiting in the event buffer. If nothing is, and `wait`,
+    /// the waker will be called when something is. After a fork, the events
+    /// end at once with the refusal.
+    pub fn take_events(&self, wait: bool) -> Take {
+        if let Some(e) = self.link.foreign() {
+            return Take::Ended(End::Failed(e));
+        }
+        let mut s = self.link.lock();
+        let (count, bytes) = self.link.counters.taken();
+        s.stream.events.settle(count, bytes);
+        let t = s.stream.events.take();
+        if let Take::Batch { epoch, .. } = &t {
+            self.link.counters.set_batch_epoch(*epoch);
+        }
+        s.stream.wanted = wait && t == Take::Empty;
+        t
+    }
+
+    /// The counters the application updates as it takes events of a batch.
+    pub fn event_counters(&self) -> Arc<EventCounters> {
+        self.link.counters.clone()
+    }
+
+    /// Stop wanting a wake for events.
+    pub fn unwant_events(&self) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        self.link.lock().stream.wanted = false;
+    }
+
+    /// The kept stderr tail (empty after a fork: it is the parent's).
+    pub fn stderr_text(&self) -> String {
+        if self.link.foreign().is_some() {
+            return String::new();
+        }
+        self.link.lock().stderr.text()
+    }
+
+    /// The child's pid, once started and until reaped (none after a fork:
+    /// it is the parent's child).
+    pub fn pid(&self) -> Option<u32> {
+        if self.link.foreign().is_some() {
+            return None;
+        }
+        let s = self.link.lock();
+        s.child.process.as_ref().filter(|p| !p.is_reaped()).map(|p| p.pid())
+    }
+
+    /// Whether the child's exit is watched through a pidfd (for tests and diagnostics).
+    pub fn has_pidfd(&self) -> Option<bool> {
+        if self.link.foreign().is_some() {
+            return None;
+        }
+        self.link.lock().child.process.as_ref().map(|p| p.has_pidfd())
+    }
+
+    /// Stop the child's whole group at once (the client object is gone).
+    /// After a fork it does nothing: the child is the parent's.
+    pub fn kill_now(&self) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        let s = self.link.lock();
+        if let Some(p) = &s.child.process {
+            p.kill_now();
+        }
+        drop(s);
+        self.link.signals.request_stop(Stop::Kill);
+    }
+
+    /// Whether `close()` is done: the child is reaped and every task and
+    /// descriptor of this connection is gone (for tests and diagnostics).
+    /// After a fork, true: nothing of it is open in this process.
+    pub fn is_closed(&self) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
+        self.link.lock().phase == Phase::Closed
+    }
+
+    /// Close: detach if it can (bounded), else stdin's end, SIGTERM, SIGKILL,
+    /// each after a grace. The child and its group are stopped and reaped, and
+    /// every task and descriptor of the connection is gone before `close` is
+    /// done. Pending requests then get `delivery_unknown`.
+    pub fn close(&self, token: u64) -> Closing {
+        if let Some(e) = self.link.foreign() {
+            return Closing::Refused(e);
+        }
+        let mut s = self.link.lock();
+        match s.phase {
+            Phase::Closed => return Closing::Done,
+            Phase::NotStarted => {
+                s.phase = Phase::Closed;
+                s.stream.events.end(End::Finished);
+                self.link.wake_if_needed(s);
+                return Closing::Done;
+            }
+            _ => {}
+        }
+        s.calls.close_waiters.push(token);
+        if s.phase == Phase::Closing {
+            return Closing::Wait;
+        }
+        let was_ready = s.phase == Phase::Ready;
+        s.phase = Phase::Closing;
+        // Calls waiting for hello will never be written now.
+        s.settle_calls(Scope::Unwritten, |_| closed_error(), &closed_error());
+        let mut stop = Stop::Now;
+        if was_ready && s.stdin.writer.is_some() {
+            if s.session.lifecycle == Lifecycle::Detached {
+                stop = Stop::AfterDetach; // the application's detach is on its way
+            } else if s.session.hello.as_ref().is_some_and(|h| h.supports("detach")) {
+                let t = self.link.new_token();
+                let line = format!("{{\"id\":\"{t}\",\"method\":\"detach\",\"params\":{{}}}}\n").into_bytes();
+                s.session.lifecycle = Lifecycle::Detached;
+                if s.calls.pending.insert(t, "detach").is_ok() {
+                    s.session.close_detach = Some(t);
+                    self.link.write(&mut s, t, line);
+                    stop = Stop::AfterDetach;
+                }
+            }
+        }
+        if s.child.supervisor_done {
+            // Nothing is left to stop (the client failed or ended earlier).
+            self.link.finish_close(&mut s);
+            self.link.wake_if_needed(s);
+        } else {
+            self.link.wake_if_needed(s);
+            self.link.signals.request_stop(stop);
+        }
+        Closing::Wait
+    }
+
+    /// Start the child (the first call): the supervisor task does it.
+    fn start(&self, s: &mut Shared) {
+        if s.phase != Phase::NotStarted {
+            return;
+        }
+        s.phase = Phase::Starting;
+        supervise::start(self.link.clone());
+    }
+}
+
+/// `{"id":"N","method":M,"params":P}\n`, with `params` checked (`frame_too_large` over 40 MiB).
+fn request_line(token: u64, method: &str, params_json: Option<&str>) -> Result<Vec<u8>, KomaError> {
+    let params = params::check(method, params_json)?;
+    let method_json = serde_json::to_string(method).expect("string");
+    let mut line = Vec::with_capacity(params.len() + method_json.len() + 40);
+    line.extend_from_slice(b"{\"id\":\"");
+    line.extend_from_slice(itoa::Buffer::new().format(token).as_bytes());
+    line.extend_from_slice(b"\",\"method\":");
+    line.extend_from_slice(method_json.as_bytes());
+    line.extend_from_slice(b",\"params\":");
+    line.extend_from_slice(params.as_bytes());
+    line.push(b'}');
+    if line.len() > MAX_FRAME_BYTES {
+        return Err(KomaError::new(
+            ErrorCode::FrameTooLarge,
+            format!(
+                "the `{method}` request would be {} bytes, over the 40 MiB frame bound ({MAX_FRAME_BYTES}); nothing was written",
+                line.len()
+            ),
+        ));
+    }
+    line.push(b'\n');
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    struct NoWake;
+
+    impl Waker for NoWake {
+        fn wake(&self) {}
+    }
+
+    #[test]
+    fn a_connection_made_before_fork_refuses_every_call_without_taking_its_lock() {
+        let mut c = Connection::new(ConnectionOptions::default(), Box::new(NoWake));
+        // As in a process forked after the connection was made.
+        Arc::get_mut(&mut c.link).expect("not started").generation = crate::runtime::generation().wrapping_add(1);
+        // A thread of the parent held the lock at the fork: it stays locked.
+        let held = c.link.lock();
+        let (tx, rx) = mpsc::channel();
+        let calls = c.clone();
+        std::thread::spawn(move || {
+            let t = calls.token();
+            let request = calls.request(t, "state", None, None).unwrap_err();
+            let probe = calls.probe(calls.token(), None).err().expect("probe refused");
+            calls.abandon(t);
+            calls.kill_now();
+            calls.unwant_events();
+            let rest =
+                (calls.drain().len(), calls.take_events(true), calls.stderr_text(), calls.pid(), calls.has_pidfd());
+            let _ = tx.send((request, probe, calls.close(calls.token()), calls.is_closed(), rest));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(20));
+        drop(held);
+        let (request, probe, close, closed, rest) = got.expect("a call waited for the lock");
+        assert_eq!(request.code, ErrorCode::TransportFailure);
+        assert!(request.message.contains("made before fork()"), "{}", request.message);
+        assert!(request.message.contains("make a new client in this process"), "{}", request.message);
+        assert_eq!(probe, request);
+        assert_eq!(close, Closing::Refused(request.clone()));
+        assert!(closed);
+        assert_eq!(rest, (0, Take::Ended(End::Failed(request)), String::new(), None, None));
+    }
+
+    #[test]
+    fn a_connection_of_this_process_is_not_refused() {
+        let c = Connection::new(ConnectionOptions::default(), Box::new(NoWake));
+        assert_eq!(c.take_events(false), Take::Empty);
+        assert_eq!(c.close(c.token()), Closing::Done, "never started: closed at once");
+    }
+}

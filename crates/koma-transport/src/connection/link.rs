@@ -1,0 +1,179 @@
+//! What every actor of one connection holds: the state behind its one mutex,
+//! the signals its tasks wait on, and the steps that more than one actor
+//! takes (failing the client, waking the host, writing a checked request).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::census::Alive;
+use super::completion::Outcome;
+use super::counters::EventCounters;
+use super::options::ConnectionOptions;
+use super::phase::Phase;
+use super::signals::{Signals, Stop};
+use super::state::{Scope, Shared};
+use super::trace::Trace;
+use super::waker::Waker;
+use crate::error::{ErrorCode, KomaError};
+use crate::events::End;
+use crate::runtime;
+
+pub(super) struct Link {
+    shared: Mutex<Shared>,
+    waker: Box<dyn Waker>,
+    pub options: ConnectionOptions,
+    pub trace: Option<Trace>,
+    pub signals: Signals,
+    /// Signalled when the host drains: the reader, having woken the host's
+    /// thread, reads on only once that wake was taken, so answers that
+    /// arrive meanwhile are read (and delivered) together.
+    pub drained: Notify,
+    pub counters: Arc<EventCounters>,
+    next_token: AtomicU64,
+    /// The process image it was made in (see [`runtime::generation`]).
+    pub generation: u64,
+    _alive: Alive,
+}
+
+impl Link {
+    pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
+        Link {
+            shared: Mutex::new(Shared::new()),
+            waker,
+            trace: Trace::new(&options),
+            options,
+            signals: Signals::new(),
+            drained: Notify::new(),
+            counters: Arc::new(EventCounters::default()),
+            next_token: AtomicU64::new(1),
+            generation: runtime::generation(),
+            _alive: Alive::connection(),
+        }
+    }
+
+    /// The refusal of every call in a process forked after this connection
+    /// was made: its child, pipes and tasks belong to the parent. Checked
+    /// before the lock is taken, since a thread of the parent may have held
+    /// it at the fork (it then stays locked in the forked process forever).
+    pub fn foreign(&self) -> Option<KomaError> {
+        (self.generation != runtime::generation()).then(|| {
+            KomaError::new(
+                ErrorCode::TransportFailure,
+                "this client was made before fork(), and its koma belongs to the parent process: \
+                 make a new client in this process",
+            )
+        })
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new call's token (unique for the life of the connection: it is the request's wire id).
+    pub fn new_token(&self) -> u64 {
+        self.next_token.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Check and write one request once hello is known.
+    pub fn admit(&self, s: &mut Shared, token: u64, method: &str, line: Vec<u8>) -> Result<(), KomaError> {
+        let hello = s.session.hello.clone().expect("hello checked");
+        if !hello.supports(method) {
+            return Err(KomaError::new(
+                ErrorCode::Unsupported,
+                format!("`{method}` is not in this koma's capabilities ({})", hello.capabilities.join(", ")),
+            ));
+        }
+        s.session.lifecycle.check(method)?;
+        s.calls.pending.insert(token, method)?;
+        s.session.lifecycle.advance(method);
+        if method == "detach" {
+            s.session.detach_token = Some(token);
+        }
+        self.write(s, token, line);
+        Ok(())
+    }
+
+    /// Write (or queue) a request already registered as pending.
+    pub fn write(&self, s: &mut Shared, token: u64, line: Vec<u8>) {
+        if let Some(t) = &self.trace {
+            t.frame("->", &line[..line.len() - 1]);
+        }
+        let Shared { stdin, calls, .. } = s;
+        stdin.write_or_queue(&mut calls.pending, token, line);
+    }
+
+    pub fn with_stderr_tail(&self, what: String) -> String {
+        let tail = self.lock().stderr.last_lines(12, 2000);
+        if tail.is_empty() {
+            format!("{what}; stderr was empty")
+        } else {
+            format!("{what}; last lines of stderr:\n{tail}")
+        }
+    }
+
+    /// The client failed: settle everything, end the events with the error,
+    /// and stop the child. The first failure wins; after close or the end of
+    /// the session it changes nothing.
+    pub fn fail(&self, err: KomaError) {
+        let mut s = self.lock();
+        if !s.phase.can_fail() {
+            return;
+        }
+        s.phase = Phase::Failed(err.clone());
+        let unknown = |m: &str| {
+            KomaError::new(
+                ErrorCode::DeliveryUnknown,
+                format!("`{m}` was written, but no answer can come: {}", err.message),
+            )
+        };
+        s.settle_calls(Scope::All, unknown, &err);
+        s.session.detach_token = None;
+        s.stream.events.end(End::Failed(err));
+        self.wake_if_needed(s);
+        self.signals.request_stop(Stop::Now);
+    }
+
+    /// Fail with the stderr tail added to the message.
+    pub fn fail_with_stderr(&self, e: KomaError) {
+        let msg = self.with_stderr_tail(e.message);
+        self.fail(KomaError { message: msg, ..e });
+    }
+
+    /// Settle everything once close has stopped the child and let go of
+    /// every resource.
+    pub fn finish_close(&self, s: &mut Shared) {
+        s.wind_up("the client was closed before its answer");
+        s.phase = Phase::Closed;
+        for t in std::mem::take(&mut s.calls.close_waiters) {
+            s.complete(t, Outcome::Closed);
+        }
+        s.calls.timers.clear(); // cancelled as they drop
+    }
+
+    /// After a lock section that may have queued completions or events.
+    pub fn wake_if_needed(&self, mut s: MutexGuard<'_, Shared>) {
+        let ready = !s.outbox.completions.is_empty() || (s.stream.wanted && s.stream.events.is_ready());
+        if ready && !s.outbox.wake_scheduled {
+            s.outbox.wake_scheduled = true;
+            drop(s);
+            self.waker.wake();
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if self.foreign().is_some() {
+            // Made before fork(): dropping the state would signal the
+            // parent's koma (its pid and pidfd are the parent's child) and
+            // wake the parent's tasks in a runtime that does not run here.
+            // The mutex is not taken (`get_mut` only borrows), and what it
+            // guards is leaked, as are the tasks' signals.
+            let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner());
+            std::mem::forget(std::mem::replace(shared, Shared::new()));
+            std::mem::forget(std::mem::replace(&mut self.signals, Signals::new()));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! koma's stdin as the caller's thread sees it: a request is written straight
+//! to the pipe when nothing is queued ahead of it (no thread hop), and
+//! otherwise handed to the writer task (`writer.rs`), which keeps the order.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use tokio::sync::mpsc;
+
+use crate::pending::PendingTable;
+
+/// What the writer task is asked to do.
+pub(super) enum WriterMsg {
+    Line {
+        token: u64,
+        line: Vec<u8>,
+    },
+    /// The rest of a line whose start was written directly.
+    Rest(Vec<u8>),
+    /// Close stdin.
+    Shutdown,
+}
+
+#[derive(Default)]
+pub(super) struct Stdin {
+    pub writer: Option<mpsc::UnboundedSender<WriterMsg>>,
+    /// The writer's pipe (non-blocking), for writing directly from the
+    /// caller's thread while nothing is queued: no thread hop. Cleared (under
+    /// the lock) before the writer task closes it.
+    pub fd: Option<RawFd>,
+    /// The writer task has lines queued or in progress: keep the order, queue behind them.
+    pub backlog: bool,
+}
+
+impl Stdin {
+    /// Write `line` straight to stdin when nothing is queued ahead of it;
+    /// otherwise (or for what does not fit in the pipe now) hand it to the
+    /// writer task. The request is marked written in `pending` once its
+    /// first byte is.
+    pub fn write_or_queue(&mut self, pending: &mut PendingTable, token: u64, line: Vec<u8>) {
+        let Some(writer) = self.writer.clone() else { return };
+        if let (false, Some(fd)) = (self.backlog, self.fd) {
+            let mut done = 0;
+            while done < line.len() {
+                // SAFETY: write(2) from a live slice to the open, non-blocking
+                // pipe: `fd` is cleared (under the connection's lock, which the
+                // caller holds) before the writer task closes the pipe.
+                let n = unsafe { libc::write(fd, line[done..].as_ptr().cast(), line.len() - done) };
+                if n > 0 {
+                    done += n as usize;
+                } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                } else {
+                    break; // full (EAGAIN) or an error: the writer task takes it from here
+                }
+            }
+            if done == line.len() {
+                pending.mark_written(token);
+                return;
+            }
+            self.backlog = true;
+            if done > 0 {
+                pending.mark_written(token);
+                let _ = writer.send(WriterMsg::Rest(line[done..].to_vec()));
+                return;
+            }
+        }
+        self.backlog = true;
+        let _ = writer.send(WriterMsg::Line { token, line });
+    }
+}
