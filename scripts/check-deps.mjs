@@ -404,7 +404,7 @@ const rel = (f) => relative(process.cwd(), f) || ".";
 // ---- main
 
 const args = process.argv.slice(2);
-const defaults = [
+const defaults = () => [
   "src",
   ...readdirSync(join(root, "crates")).map((c) => join("crates", c, "src")),
   "python/src",
@@ -415,7 +415,7 @@ const defaults = [
   "python/tests",
 ].filter((d) => existsSync(join(root, d)));
 let found = 0;
-for (const dir of args.length ? args.map((d) => resolve(d)) : defaults.map((d) => join(root, d))) {
+for (const dir of args.length ? args.map((d) => resolve(d)) : defaults().map((d) => join(root, d))) {
   const isCrate = existsSync(join(dir, "lib.rs")) || existsSync(join(dir, "main.rs"));
   const problems = isCrate ? checkCrate(dir) : checkJs(dir);
   for (const p of problems) console.log(`${rel(dir)}: ${p}`);
