@@ -57,10 +57,10 @@ impl ChildStack {
 }
 
 /// Whether to ask for a pidfd (cleared for good when the kernel refuses
-/// `CLONE_PIDFD`, or when `KOMA_SDK_NO_PIDFD=1` asks for the fallback).
+/// `CLONE_PIDFD`; `SpawnMode::NoPidfd` asks for the fallback per launch).
 fn pidfd_wanted() -> &'static AtomicBool {
-    static WANTED: std::sync::OnceLock<AtomicBool> = std::sync::OnceLock::new();
-    WANTED.get_or_init(|| AtomicBool::new(!std::env::var("KOMA_SDK_NO_PIDFD").is_ok_and(|v| v == "1")))
+    static WANTED: AtomicBool = AtomicBool::new(true);
+    &WANTED
 }
 
 /// Where the child failed, written by the child into the parent's memory.
@@ -122,7 +122,7 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack) -> Result<R
         errno: 0,
     };
     let (pid, pidfd) = loop {
-        let with_pidfd = pidfd_wanted().load(Ordering::Relaxed);
+        let with_pidfd = options.spawn != super::SpawnMode::NoPidfd && pidfd_wanted().load(Ordering::Relaxed);
         match clone_child(&mut args, stack, with_pidfd) {
             Ok(r) => break r,
             // A kernel before 5.2 has no CLONE_PIDFD: fall back for good.

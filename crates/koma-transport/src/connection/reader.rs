@@ -48,7 +48,10 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
     let trace_on = conn.inner.options.trace;
-    let panic_on_frame = std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "reader");
+    #[cfg(feature = "testing")]
+    let panic_on_frame = conn.inner.options.faults.panic_in_reader;
+    #[cfg(not(feature = "testing"))]
+    let panic_on_frame = false;
     loop {
         buf.clear();
         let n = match stdout.read_buf(&mut buf).await {
@@ -81,7 +84,7 @@ pub(super) async fn read_stdout(conn: Connection, mut stdout: pipe::Receiver) ->
                     super::trace("<-", line.bytes());
                 }
                 if panic_on_frame {
-                    panic!("KOMA_SDK_TEST_PANIC=reader");
+                    panic!("faults.panic_in_reader");
                 }
                 let r = route(line);
                 let violation = matches!(r, Routed::Violation(_));
