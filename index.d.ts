@@ -2,14 +2,6 @@
 /* eslint-disable */
 
 /**
- * Which binding artifact the generated loader actually loaded: `'native'` for
- * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
- * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
- * can point the loader at a WASI artifact this package does not build itself.
- */
-export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
-
-/**
  * A client of one `koma sdk serve` child. Every method starts the child and
  * awaits its hello first if that has not happened. Every method takes an
  * optional last argument `{ signal?: AbortSignal, timeout?: number }`.
@@ -94,41 +86,6 @@ export declare class Client {
   [globalThis.Symbol.asyncDispose](this: this): Promise<void>
 }
 
-/**
- * A turn started by `client.turn()`: an async iterable of its events (its
- * `turn_started` through its `turn_finished`, with the `state` and
- * `diagnostic` events between them, and an overflow report if one hit),
- * its id, its result, and a way to interrupt it. Made by `client.turn()`.
- */
-export declare class Turn {
-  /**
-   * The turn id, once `submit` (or `interrupt_and_submit`) has answered.
-   * Rejects as the submit does (for example remote `busy`).
-   */
-  get id(): Promise<string>
-  /**
-   * The turn's result, once its `turn_finished` has arrived. Rejects with
-   * `aborted` or `timeout` (after the agent was interrupted), with the
-   * error of an `onApproval` that threw (after the turn finished), or with
-   * the client's error if it failed first.
-   */
-  get result(): Promise<TurnResult>
-  /** Interrupt this turn if it is still running (nothing is written otherwise). */
-  interrupt(): Promise<void>
-  /**
-   * The turn's events; `for await (const item of turn)`. One queue per
-   * Turn: iterating again goes on from where the last loop stopped.
-   */
-  [globalThis.Symbol.asyncIterator](): AsyncIterator<EventItem>
-}
-
-/**
- * Internal counts of this process, for the package's own tests (not part of
- * the API): connections whose memory is still held, and call deadlines
- * still running.
- */
-export declare function __census(): Census
-
 /** Data of `approval_requested`: answer with `approve`. */
 export interface ApprovalRequestedData {
   turn: string
@@ -171,12 +128,6 @@ export interface CallOptions {
    * request was already written, its late answer is ignored.
    */
   timeout?: number
-}
-
-/** What `__census()` returns (internal, for tests). */
-export interface Census {
-  connections: number
-  timers: number
 }
 
 /** Options of `new Client(...)`. */
@@ -398,6 +349,33 @@ export interface ToolResultEvent {
   seq: number
   name: 'tool_result'
   data: ToolResultData
+}
+
+/**
+ * A turn started by `client.turn()`: an async iterable of its events (its
+ * `turn_started` through its `turn_finished`, with the `state` and
+ * `diagnostic` events between them, and an overflow report if one hit),
+ * its id, its result, and a way to interrupt it. Iterating again goes on
+ * from where the last loop stopped.
+ *
+ * Only `client.turn()` makes one: it is a type with no constructor. (Its
+ * `extends` is in its name because napi-rs objects cannot have symbol keys.)
+ */
+export interface Turn extends AsyncIterable<EventItem> {
+  /**
+   * The turn id, once `submit` (or `interrupt_and_submit`) has answered.
+   * Rejects as the submit does (for example remote `busy`).
+   */
+  readonly id: Promise<string>
+  /**
+   * The turn's result, once its `turn_finished` has arrived. Rejects with
+   * `aborted` or `timeout` (after the agent was interrupted), with the
+   * error of an `onApproval` that threw (after the turn finished), or with
+   * the client's error if it failed first.
+   */
+  readonly result: Promise<TurnResult>
+  /** Interrupt this turn if it is still running (nothing is written otherwise). */
+  readonly interrupt: () => Promise<void>
 }
 
 /** Data of `turn_finished`. */

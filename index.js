@@ -836,5 +836,3 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Client = nativeBinding.Client
-module.exports.Turn = nativeBinding.Turn
-module.exports.__census = nativeBinding.__census

@@ -2,6 +2,7 @@
 // resume, close. Fault switches are in faults*.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { Client, SIM, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
 
 const finished = (turn) => (e) => e.type === "event" && e.name === "turn_finished" && e.data.turn === turn;
@@ -251,4 +252,30 @@ test("a script that forgets close() still exits once nothing is pending, and the
   assert.ok(pid > 0);
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
   assert.equal(alive(pid), false, "PR_SET_PDEATHSIG or the finalizer stopped koma");
+});
+
+test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fails new Client with invalid_params", { timeout: 60000 }, () => {
+  const script = `
+    const { Client } = require(${JSON.stringify(root + "/index.js")});
+    (async () => {
+      let c;
+      try {
+        c = new Client({ executable: ${JSON.stringify(SIM)}, env: { KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: ${JSON.stringify(tempHome())} } });
+      } catch (e) {
+        console.log(JSON.stringify({ code: e.code, message: e.message }));
+        return;
+      }
+      const st = await c.state();
+      await c.close();
+      console.log(JSON.stringify({ status: st.status }));
+    })();`;
+  for (const mode of ["auto", "no-pidfd", "portable", ""]) {
+    const r = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, KOMA_SDK_SPAWN: mode } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { status: "idle" }, `KOMA_SDK_SPAWN=${mode}`);
+  }
+  const r = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, KOMA_SDK_SPAWN: "pidfd-please" } });
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.code, "invalid_params");
+  assert.match(out.message, /KOMA_SDK_SPAWN="pidfd-please".*auto, no-pidfd or portable/);
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
-import { SIM, root, tempHome, alive, simClient, rejection, eventsError } from "./helpers.mjs";
+import { SIM, root, tempHome, alive, simClient, rejection, eventsError, linuxOnly, testingEnv } from "./helpers.mjs";
 
 const INDEX = JSON.stringify(`${root}/index.js`);
 const simEnv = () => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() });
@@ -29,11 +29,30 @@ for (const [where, call, what] of [
       const { Client } = require(${INDEX});
       const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
       c.${call}().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
-    `, { KOMA_SDK_TEST_PANIC: where });
+    `, { ...testingEnv(), KOMA_SDK_TEST_PANIC: where });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
   });
 }
+
+test("the published addon has no test hooks: with every test variable set, a round trip works", { timeout: 60000 }, () => {
+  const script = `
+    const { Client, __census } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    (async () => {
+      const hello = await c.probe();
+      const created = await c.create({});
+      const states = await Promise.all([c.state(), c.state(), c.state()]);
+      await c.close();
+      console.log(JSON.stringify({ protocol: hello.protocol, session: typeof created.session, states: states.map((s) => s.status), census: typeof __census }));
+    })().catch((e) => { console.log("failed", e.code, e.message); process.exitCode = 1; });
+  `;
+  for (const vars of [{ KOMA_SDK_TEST_PANIC: "wake" }, { KOMA_SDK_TEST_PANIC: "reader" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:1" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }]) {
+    const r = runScript(script, { ...vars, NAPI_RS_NATIVE_LIBRARY_PATH: "" });
+    assert.equal(r.status, 0, `${JSON.stringify(vars)}: exit ${r.status ?? r.signal}; ${r.stdout} ${r.stderr}`);
+    assert.deepEqual(JSON.parse(r.stdout), { protocol: 1, session: "string", states: ["idle", "idle", "idle"], census: "undefined" }, JSON.stringify(vars));
+  }
+});
 
 const workerSource = `
   const { parentPort, workerData } = require("node:worker_threads");
@@ -86,7 +105,7 @@ test("terminating a Worker with requests in flight neither crashes Node nor leav
   await c.close();
 });
 
-test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000 }, async () => {
+test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000, skip: linuxOnly("koma's death with a SIGKILLed parent") }, async () => {
   const child = spawn(process.execPath, ["-e", `
     const { Client } = require(${INDEX});
     const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });

@@ -1,8 +1,10 @@
 // `npm test`: formatting and lints of the Rust code, cargo tests, the build,
 // a check that the committed index.js and index.d.ts are what the build
-// generates, `npm run release:dry` on that build, the Node tests (a count of
-// zero fails), the typings under `tsc --strict`, and a smoke run of the
-// benchmark.
+// generates, `npm run release:dry` on that build, the addon with the
+// `testing` feature (for the tests that inject faults), the Node tests (a
+// count of zero fails), the same again on the portable spawn path
+// (KOMA_SDK_SPAWN=portable, what macOS uses), the typings under
+// `tsc --strict`, and a smoke run of the benchmark.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -24,6 +26,7 @@ run("cargo", ["fmt", "--all", "--check"]);
 
 step("cargo clippy (every crate and target, warnings denied)");
 run("cargo", ["clippy", "--release", "--target", host, "--workspace", "--all-targets", "--", "-D", "warnings"]);
+run("cargo", ["clippy", "--release", "--target", host, "-p", "koma-sdk-node", "--features", "testing", "--", "-D", "warnings"]);
 
 step("cargo test (core, simulator)");
 run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim"]);
@@ -43,13 +46,21 @@ console.log("index.js and index.d.ts match the build");
 step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
 run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
 
-step("node tests");
-const node = runNodeTests();
-if (!node.ok) {
-  console.error(`node tests: ${node.tests} tests, ${node.pass} passed, ${node.fail} failed (exit ${node.status})`);
-  process.exit(1);
+step("the addon with the testing feature (koma-sdk.testing.node)");
+run(process.execPath, [join(root, "scripts", "build.mjs"), "--testing"]);
+
+let pass = 0;
+let fail = 0;
+for (const spawn of ["auto", "portable"]) {
+  step(`node tests (KOMA_SDK_SPAWN=${spawn})`);
+  const node = runNodeTests({ env: { ...process.env, KOMA_SDK_SPAWN: spawn } });
+  if (!node.ok) {
+    console.error(`node tests (${spawn}): ${node.tests} tests, ${node.pass} passed, ${node.fail} failed (exit ${node.status})`);
+    process.exit(1);
+  }
+  pass += node.pass;
+  fail += node.fail;
 }
-const { pass, fail } = node;
 
 step("typings (tsc --strict)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);

@@ -1,16 +1,46 @@
-//! The shapes of part B and C, for the generated typings. Params and results
-//! keep the wire's field names. These structs describe; the values cross as
-//! JSON (parsed once per batch by `JSON.parse`), not through them.
-#![allow(dead_code)]
+//! The shapes of parts B and C for the generated typings, with the wire's
+//! field names. The options are what `options.rs` reads JavaScript's
+//! arguments into. Results, events and the Turn are never converted by
+//! napi-rs (they cross as JSON, parsed by one `JSON.parse` per batch, or are
+//! made by `turn.js`), so they have no conversions (`object_to_js = false,
+//! object_from_js = false`); their JSON members are `serde_json::Value`.
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Either, Either8};
+use napi::bindgen_prelude::{Either, Either8, Object, Unknown};
 use napi_derive::napi;
+use serde_json::Value;
+
+/// Options of `new Client(...)`.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct ClientOptions {
+    /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
+    /// `<executable> sdk serve`, with no shell.
+    pub executable: String,
+    /// The child's working directory (default: this process's).
+    pub cwd: Option<String>,
+    /// Variables added to this process's environment for the child.
+    pub env: Option<HashMap<String, String>>,
+    /// Print every frame in both directions and every stderr line to this
+    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
+    pub trace: Option<bool>,
+}
+
+/// The optional last argument of every method.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct CallOptions<'e> {
+    /// Abort the call: it rejects with code `aborted`. If the request was
+    /// already written, its late answer is ignored.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Object<'e>>,
+    /// Milliseconds before the call rejects with code `timeout`. If the
+    /// request was already written, its late answer is ignored.
+    pub timeout: Option<f64>,
+}
 
 /// Options of `client.turn()`.
-#[napi(object)]
-pub struct TurnOptions {
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct TurnOptions<'e> {
     /// `"submit"` (the default) starts the turn with `submit` (remote error
     /// `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
     #[napi(ts_type = "'submit' | 'interrupt'")]
@@ -22,38 +52,61 @@ pub struct TurnOptions {
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
-    pub on_approval: Option<()>,
+    pub on_approval: Option<Unknown<'e>>,
     /// Interrupts the agent when aborted; the result rejects with `aborted`.
     #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
+    pub signal: Option<Object<'e>>,
     /// Milliseconds after which the agent is interrupted; the result rejects with `timeout`.
     pub timeout: Option<f64>,
 }
 
 /// Options of `client.run()`: as `TurnOptions`, with `onApproval` required.
-#[napi(object)]
-pub struct RunOptions {
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct RunOptions<'e> {
     #[napi(ts_type = "'submit' | 'interrupt'")]
     pub mode: Option<String>,
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
-    pub on_approval: (),
+    pub on_approval: Unknown<'e>,
     #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
+    pub signal: Option<Object<'e>>,
     pub timeout: Option<f64>,
 }
 
+/// A turn started by `client.turn()`: an async iterable of its events (its
+/// `turn_started` through its `turn_finished`, with the `state` and
+/// `diagnostic` events between them, and an overflow report if one hit),
+/// its id, its result, and a way to interrupt it. Iterating again goes on
+/// from where the last loop stopped.
+///
+/// Only `client.turn()` makes one: it is a type with no constructor. (Its
+/// `extends` is in its name because napi-rs objects cannot have symbol keys.)
+#[napi(object, object_to_js = false, object_from_js = false, js_name = "Turn extends AsyncIterable<EventItem>")]
+pub struct Turn<'e> {
+    /// The turn id, once `submit` (or `interrupt_and_submit`) has answered.
+    /// Rejects as the submit does (for example remote `busy`).
+    #[napi(readonly, ts_type = "Promise<string>")]
+    pub id: Unknown<'e>,
+    /// The turn's result, once its `turn_finished` has arrived. Rejects with
+    /// `aborted` or `timeout` (after the agent was interrupted), with the
+    /// error of an `onApproval` that threw (after the turn finished), or with
+    /// the client's error if it failed first.
+    #[napi(readonly, ts_type = "Promise<TurnResult>")]
+    pub result: Unknown<'e>,
+    /// Interrupt this turn if it is still running (nothing is written otherwise).
+    #[napi(readonly, ts_type = "() => Promise<void>")]
+    pub interrupt: Unknown<'e>,
+}
+
 /// A tool call of a turn, from its `tool_call` and `tool_result` events.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolCallRecord {
     pub call: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    pub input: Value,
     /// The `tool_result`'s output, once it came.
-    #[napi(ts_type = "any")]
-    pub output: Option<()>,
+    pub output: Option<Value>,
     /// Whether the tool failed, once its result came.
     pub error: Option<bool>,
     /// How `onApproval` (or the turn, for want of a reader) answered its approval.
@@ -62,7 +115,7 @@ pub struct ToolCallRecord {
 }
 
 /// What a turn came to.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnResult {
     pub turn: String,
     /// What `turn_finished` said; `"unknown"` only when an overflow lost the
@@ -78,49 +131,15 @@ pub struct TurnResult {
     pub overflowed: bool,
 }
 
-/// What `__census()` returns (internal, for tests).
-#[napi(object)]
-pub struct Census {
-    pub connections: u32,
-    pub timers: u32,
-}
-
-/// Options of `new Client(...)`.
-#[napi(object)]
-pub struct ClientOptions {
-    /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
-    /// `<executable> sdk serve`, with no shell.
-    pub executable: String,
-    /// The child's working directory (default: this process's).
-    pub cwd: Option<String>,
-    /// Variables added to this process's environment for the child.
-    pub env: Option<HashMap<String, String>>,
-    /// Print every frame in both directions and every stderr line to this
-    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
-    pub trace: Option<bool>,
-}
-
-/// The optional last argument of every method.
-#[napi(object)]
-pub struct CallOptions {
-    /// Abort the call: it rejects with code `aborted`. If the request was
-    /// already written, its late answer is ignored.
-    #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
-    /// Milliseconds before the call rejects with code `timeout`. If the
-    /// request was already written, its late answer is ignored.
-    pub timeout: Option<f64>,
-}
-
 /// The `binary` member of hello.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct BinaryInfo {
     pub path: String,
     pub version: String,
 }
 
 /// The first frame koma sends: what `probe()` resolves with.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct Hello {
     #[napi(ts_type = "'hello'")]
     pub r#type: String,
@@ -130,13 +149,13 @@ pub struct Hello {
     pub binary: BinaryInfo,
     /// Items passed through as JSON.
     #[napi(ts_type = "unknown[]")]
-    pub diagnostics: Vec<()>,
+    pub diagnostics: Vec<Value>,
     /// The method names this binary implements.
     pub capabilities: Vec<String>,
 }
 
 /// The session's state. `waiting` means a turn waits for an approval.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct State {
     #[napi(ts_type = "string | null")]
     pub session: Option<String>,
@@ -150,14 +169,14 @@ pub struct State {
 }
 
 /// Params of `create`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct CreateParams {
     pub cwd: Option<String>,
     pub model: Option<String>,
 }
 
 /// Params of `resume`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ResumeParams {
     pub session: String,
     /// Replay the saved events with a seq greater than this.
@@ -165,39 +184,39 @@ pub struct ResumeParams {
 }
 
 /// Result of `create` and `resume`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct SessionResult {
     pub session: String,
     pub state: State,
 }
 
 /// Params of `submit`, `enqueue` and `interruptAndSubmit`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TextParams {
     pub text: String,
 }
 
 /// Result of `submit`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct SubmitResult {
     pub turn: String,
 }
 
 /// Result of `enqueue`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct EnqueueResult {
     pub position: u32,
 }
 
 /// Result of `interrupt`: the turn stopped, if any.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct InterruptResult {
     #[napi(ts_type = "string | null")]
     pub turn: Option<String>,
 }
 
 /// Result of `interruptAndSubmit`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct InterruptAndSubmitResult {
     #[napi(ts_type = "string | null")]
     pub interrupted: Option<String>,
@@ -205,7 +224,7 @@ pub struct InterruptAndSubmitResult {
 }
 
 /// Params of `approve`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ApproveParams {
     /// The `approval` of an `approval_requested` event.
     pub approval: String,
@@ -214,26 +233,26 @@ pub struct ApproveParams {
 }
 
 /// Params of `configure`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ConfigureParams {
     pub model: Option<String>,
 }
 
 /// An empty result (`approve`, `detach`).
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct EmptyResult {}
 
 /// The server's `error` of a failed response (`err.remote` when `err.code === "remote"`).
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct RemoteError {
     pub code: String,
     pub message: String,
     #[napi(ts_type = "unknown")]
-    pub data: Option<()>,
+    pub data: Option<Value>,
 }
 
 /// Every error of the SDK is an `Error` with one of these codes (see the README's table).
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct KomaError {
     pub name: String,
     pub message: String,
@@ -249,7 +268,7 @@ pub struct KomaError {
 macro_rules! event {
     ($doc:literal, $name:ident, $wire:literal, $data:ty) => {
         #[doc = $doc]
-        #[napi(object)]
+        #[napi(object, object_to_js = false, object_from_js = false)]
         pub struct $name {
             #[napi(ts_type = "'event'")]
             pub r#type: String,
@@ -263,51 +282,48 @@ macro_rules! event {
 }
 
 /// Data of `turn_started`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnStartedData {
     pub turn: String,
     pub text: String,
 }
 
 /// Data of `output`: a piece of the reply, streamed.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct OutputData {
     pub turn: String,
     pub text: String,
 }
 
 /// Data of `tool_call`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolCallData {
     pub turn: String,
     pub call: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    pub input: Value,
 }
 
 /// Data of `tool_result`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolResultData {
     pub turn: String,
     pub call: String,
-    #[napi(ts_type = "any")]
-    pub output: (),
+    pub output: Value,
     pub error: bool,
 }
 
 /// Data of `approval_requested`: answer with `approve`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ApprovalRequestedData {
     pub turn: String,
     pub approval: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    pub input: Value,
 }
 
 /// Data of `turn_finished`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnFinishedData {
     pub turn: String,
     #[napi(ts_type = "'completed' | 'interrupted' | 'failed'")]
@@ -316,7 +332,7 @@ pub struct TurnFinishedData {
 }
 
 /// Data of `diagnostic`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct DiagnosticData {
     #[napi(ts_type = "'info' | 'warning' | 'error'")]
     pub level: String,
@@ -339,7 +355,7 @@ event!("`diagnostic`.", DiagnosticEvent, "'diagnostic'", DiagnosticData);
 
 /// The one report of an overflow: the event buffer (256 frames / 64 MiB) was
 /// full, so it was cleared and events were discarded until this report was taken.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct OverflowReport {
     #[napi(ts_type = "'overflow'")]
     pub r#type: String,

@@ -1,5 +1,5 @@
 // Type-checked with `tsc --strict` by `npm test`, and run by typescript.test.mjs.
-import { Client, type EventItem, type KomaError, type State, type Turn, type TurnResult, type ApprovalRequestedData } from "../../index.js";
+import { Client, Turn, type EventItem, type KomaError, type State, type TurnResult, type ApprovalRequestedData } from "../../index.js";
 
 const executable = process.env.KOMA_SIM ?? "koma";
 
@@ -77,6 +77,8 @@ function wrong(client: Client, item: EventItem): void {
   // @ts-expect-error a Turn's id is a promise
   const id: string = client.turn({ text: "x" }).id;
   void id;
+  // @ts-expect-error a Turn is made by client.turn() only: the type has no constructor
+  void new Turn();
   // @ts-expect-error an overflow report is not an event
   const n: "event" = ({ type: "overflow", dropped: 1 } as EventItem).type;
   void n;

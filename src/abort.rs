@@ -1,0 +1,54 @@
+//! A call's `AbortSignal`: whether it is aborted, and the `abort` listener
+//! attached while the call is pending.
+
+use std::ffi::CStr;
+use std::rc::Rc;
+
+use napi::bindgen_prelude::{FnArgs, FromNapiValue, JsObjectValue, Object};
+use napi::ValueType;
+
+use crate::handles::{function, EnvLife, Js, NativeFn, OwnedRef};
+use crate::values::{as_object, call_method, get, kind};
+
+/// Whether `signal` is aborted already.
+pub fn aborted(js: Js, signal: &Object) -> bool {
+    let Ok(flag) = get(js, signal, "aborted") else { return false };
+    kind(&flag) == ValueType::Boolean && bool::from_unknown(flag).unwrap_or(false)
+}
+
+/// The `abort` listener of a pending call's signal, removed when it settles.
+pub struct AbortListener {
+    signal: OwnedRef,
+    listener: OwnedRef,
+}
+
+impl AbortListener {
+    /// Listen once to `signal`'s `abort` with a native function of `data`.
+    /// Fails with what `addEventListener` threw.
+    pub fn attach<'e, T: 'static>(
+        js: Js<'e>,
+        life: &Rc<EnvLife>,
+        signal: &Object<'e>,
+        name: &CStr,
+        data: T,
+        on_abort: NativeFn<T>,
+    ) -> Result<Self, String> {
+        let listener = function(js, name, data, on_abort).map_err(|e| e.reason)?;
+        let mut once = Object::new(&js.env()).map_err(|e| e.reason)?;
+        once.set_named_property("once", true).map_err(|e| e.reason)?;
+        let abort = js.to_value("abort").map_err(|e| e.reason)?;
+        call_method(js, signal, "addEventListener", FnArgs::from((abort, listener, once)))?;
+        Ok(AbortListener {
+            signal: OwnedRef::new(js, life, signal, true).map_err(|e| e.reason)?,
+            listener: OwnedRef::new(js, life, &listener, true).map_err(|e| e.reason)?,
+        })
+    }
+
+    /// Remove the listener (its call has settled); the references go with it.
+    pub fn remove(self, js: Js) {
+        let (Ok(signal), Ok(listener)) = (self.signal.value(js), self.listener.value(js)) else { return };
+        let (Some(signal), Ok(name)) = (as_object(signal), js.to_value("abort")) else { return };
+        // A signal that refuses to let go cannot keep the call: it has settled.
+        let _ = call_method(js, &signal, "removeEventListener", FnArgs::from((name, listener)));
+    }
+}
