@@ -279,3 +279,26 @@ test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fai
   assert.equal(out.code, "invalid_params");
   assert.match(out.message, /KOMA_SDK_SPAWN="pidfd-please".*auto, no-pidfd or portable/);
 });
+
+test("unknown option keys are invalid_params naming the key, and nothing is written", async (t) => {
+  const client = simClient(t);
+  await client.create({});
+  const misplaced = await rejection(client.submit({ text: "hi" }, { onApproval: "allow" }));
+  assert.equal(misplaced.code, "invalid_params");
+  assert.match(misplaced.message, /`onApproval` is an option of turn\(\) and run\(\)/);
+  const unknown = await rejection(client.state({ foo: 1 }));
+  assert.equal(unknown.code, "invalid_params");
+  assert.match(unknown.message, /unknown option `foo`/);
+  const misspelt = await rejection(client.run({ text: "hi" }, { onApproval: "allow", signl: AbortSignal.timeout(1000) }));
+  assert.equal(misspelt.code, "invalid_params");
+  assert.match(misspelt.message, /unknown option `signl`/);
+  const turn = client.turn({ text: "hi" }, { onApproval: "allow", deadline: 5 });
+  const bad = await rejection(turn.result);
+  assert.equal(bad.code, "invalid_params");
+  assert.match(bad.message, /unknown option `deadline`/);
+  assert.equal((await rejection(turn.id)).code, "invalid_params");
+  assert.throws(() => new Client({ executable: SIM, tarce: true }), (e) => e.code === "invalid_params" && /unknown option `tarce`/.test(e.message));
+  // Nothing was written: no turn ran, and the next one is the session's first.
+  assert.equal((await client.state()).turn, null);
+  assert.equal((await client.submit({ text: "now" })).turn, "t-1");
+});

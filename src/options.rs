@@ -19,6 +19,24 @@ fn invalid(message: String) -> KomaError {
     KomaError::new(ErrorCode::InvalidParams, message)
 }
 
+/// The keys of `obj` that are not in `known`, as an error naming the first
+/// (`advice` may say where a key belongs instead).
+fn check_keys(
+    obj: &Object,
+    what: &str,
+    known: &[&str],
+    advice: impl Fn(&str) -> Option<String>,
+) -> Result<(), KomaError> {
+    let keys = own_keys(obj).map_err(|e| invalid(format!("{what}: its keys could not be read ({})", e.reason)))?;
+    match keys.iter().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(invalid(advice(k).unwrap_or_else(|| {
+            let list = known.iter().map(|k| format!("{k}?")).collect::<Vec<_>>().join(", ");
+            format!("{what}: unknown option `{k}` (the options are {{ {list} }})")
+        }))),
+    }
+}
+
 /// A member of an options object, `None` when undefined or null.
 fn member<'e>(js: Js<'e>, obj: &Object<'e>, what: &str, name: &str) -> Result<Option<Unknown<'e>>, KomaError> {
     let v = get(js, obj, name).map_err(|why| invalid(format!("{what}: `{name}` could not be read ({why})")))?;
@@ -70,6 +88,7 @@ pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaE
     let obj = v
         .and_then(as_object)
         .ok_or_else(|| invalid(format!("{WHAT}: options must be an object {{ executable, cwd?, env?, trace? }}")))?;
+    check_keys(&obj, WHAT, &["executable", "cwd", "env", "trace"], |_| None)?;
     let executable = match get(js, &obj, "executable") {
         Ok(v) => as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `executable` must be a string")))?,
         Err(why) => return Err(invalid(format!("{WHAT}: `executable` could not be read ({why})"))),
@@ -106,6 +125,14 @@ pub fn call_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Resul
     let Some(v) = v.filter(|v| !is_nullish(v)) else { return Ok(CallOptions { signal: None, timeout: None }) };
     let obj =
         as_object(v).ok_or_else(|| invalid(format!("{what}: options must be an object {{ signal?, timeout? }}")))?;
+    check_keys(&obj, what, &["signal", "timeout"], |k| {
+        matches!(k, "onApproval" | "mode").then(|| {
+            format!(
+                "{what}: `{k}` is an option of turn() and run(), which start a turn and answer its approvals; \
+                 a call's options are {{ signal?, timeout? }}; nothing was sent"
+            )
+        })
+    })?;
     let timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
     Ok(CallOptions { signal: signal(js, &obj, what)?, timeout })
 }
@@ -119,6 +146,7 @@ pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Resul
             let obj = as_object(v).ok_or_else(|| {
                 invalid(format!("{what}: options must be an object {{ mode?, onApproval?, signal?, timeout? }}"))
             })?;
+            check_keys(&obj, what, &["mode", "onApproval", "signal", "timeout"], |_| None)?;
             let mode = match member(js, &obj, what, "mode")?.map(as_string) {
                 None => None,
                 Some(Some(m)) if m == "submit" || m == "interrupt" => Some(m),
