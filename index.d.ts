@@ -146,6 +146,11 @@ export interface ClientOptions {
    * process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
    */
   trace?: boolean
+  /**
+   * Milliseconds the first call waits for koma's hello before the client
+   * fails with `transport_failure` (default 15000); `null`: no bound.
+   */
+  helloTimeout?: number | null
 }
 
 /** Params of `configure`. */

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::rc::Rc;
+use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
@@ -19,6 +20,9 @@ use crate::handles::{coded_error, Js};
 use crate::options::{call_options, client_options, duration, spawn_mode};
 use crate::types::{CallOptions, ClientOptions};
 use crate::values::as_string;
+
+/// How long the first call waits for hello unless `helloTimeout` says otherwise.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The label the core puts on traces and internal errors.
 const LABEL: &str = "koma-sdk";
@@ -59,7 +63,10 @@ fn connection_options(options: ClientOptions) -> Result<ConnectionOptions, KomaE
         launch,
         trace: options.trace.unwrap_or(false) || env_trace(),
         label: LABEL.into(),
-        hello_timeout: None,
+        hello_timeout: match options.hello_timeout {
+            None => Some(HELLO_TIMEOUT),
+            Some(ms) => ms.map(duration),
+        },
         #[cfg(feature = "testing")]
         faults: crate::testing::faults(),
     })

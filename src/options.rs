@@ -85,10 +85,10 @@ fn signal<'e>(js: Js<'e>, obj: &Object<'e>, what: &str) -> Result<Option<Object<
 /// `new Client(options)`'s options.
 pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaError> {
     const WHAT: &str = "new Client";
-    let obj = v
-        .and_then(as_object)
-        .ok_or_else(|| invalid(format!("{WHAT}: options must be an object {{ executable, cwd?, env?, trace? }}")))?;
-    check_keys(&obj, WHAT, &["executable", "cwd", "env", "trace"], |_| None)?;
+    let obj = v.and_then(as_object).ok_or_else(|| {
+        invalid(format!("{WHAT}: options must be an object {{ executable, cwd?, env?, trace?, helloTimeout? }}"))
+    })?;
+    check_keys(&obj, WHAT, &["executable", "cwd", "env", "trace", "helloTimeout"], |_| None)?;
     let executable = match get(js, &obj, "executable") {
         Ok(v) => as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `executable` must be a string")))?,
         Err(why) => return Err(invalid(format!("{WHAT}: `executable` could not be read ({why})"))),
@@ -117,7 +117,15 @@ pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaE
         Some(v) if kind(&v) == ValueType::Boolean => bool::from_unknown(v).ok(),
         Some(_) => return Err(invalid(format!("{WHAT}: `trace` must be a boolean"))),
     };
-    Ok(ClientOptions { executable, cwd: string_member(js, &obj, WHAT, "cwd")?, env, trace })
+    let hello_timeout = match get(js, &obj, "helloTimeout") {
+        Ok(v) if kind(&v) == ValueType::Undefined => None,
+        Ok(v) if kind(&v) == ValueType::Null => Some(None),
+        Ok(v) => Some(Some(
+            millis(v, WHAT, "helloTimeout").map_err(|e| invalid(format!("{}, or null for no bound", e.message)))?,
+        )),
+        Err(why) => return Err(invalid(format!("{WHAT}: `helloTimeout` could not be read ({why})"))),
+    };
+    Ok(ClientOptions { executable, cwd: string_member(js, &obj, WHAT, "cwd")?, env, trace, hello_timeout })
 }
 
 /// A call's options (its optional last argument); `what` is its name.

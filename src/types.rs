@@ -24,6 +24,10 @@ pub struct ClientOptions {
     /// Print every frame in both directions and every stderr line to this
     /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
     pub trace: Option<bool>,
+    /// Milliseconds the first call waits for koma's hello before the client
+    /// fails with `transport_failure` (default 15000); `null`: no bound.
+    #[napi(ts_type = "number | null")]
+    pub hello_timeout: Option<Option<f64>>,
 }
 
 /// The optional last argument of every method.
