@@ -374,9 +374,9 @@ export interface Turn extends AsyncIterable<EventItem> {
   readonly id: Promise<string>
   /**
    * The turn's result, once its `turn_finished` has arrived. Rejects with
-   * `aborted` or `timeout` (after the agent was interrupted), with the
-   * error of an `onApproval` that threw (after the turn finished), or with
-   * the client's error if it failed first.
+   * `aborted` or `timeout` (after the agent was interrupted), with
+   * `invalid_params` if `onApproval` failed (after the turn finished), or
+   * with the client's error if it failed first.
    */
   readonly result: Promise<TurnResult>
   /** Interrupt this turn if it is still running (nothing is written otherwise). */
@@ -409,8 +409,11 @@ export interface TurnOptions {
   /**
    * Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
    * a function of the request that returns one (or a promise of one), and
-   * may take as long as a person needs. A function that throws or rejects
-   * denies, and the result then rejects with its error.
+   * may take as long as a person needs. A function that throws, rejects or
+   * returns anything else denies, and the turn then fails with
+   * `invalid_params` (its `cause` is what the function threw) once it has
+   * finished: its iterator throws that error after the turn's events, and
+   * its result rejects with it.
    */
   onApproval?: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
   /** Interrupts the agent when aborted; the result rejects with `aborted`. */

@@ -81,25 +81,41 @@ test("run(): an async handler may take its time; the turn waits for it", async (
   assert.equal(r.status, "completed");
 });
 
-test("a handler that throws denies, and the result rejects with its error after turn_finished", async (t) => {
+test("a handler that throws denies; the loop over the Turn throws invalid_params (cause: its error) after the turn's events", async (t) => {
   const c = simClient(t);
   await c.create({});
   const boom = new Error("the prompt crashed");
   const turn = c.turn({ text: "write notes.txt" }, { onApproval: () => { throw boom; } });
-  const items = await drain(turn);
-  assert.equal(names(items).at(-1), "turn_finished", "the turn ran to its end");
+  const items = [];
+  let thrown;
+  try {
+    for await (const item of turn) items.push(item);
+  } catch (e) {
+    thrown = e;
+  }
+  assert.ok(thrown, "a user who only loops over the Turn sees the failure");
+  assert.equal(thrown.code, "invalid_params");
+  assert.equal(thrown.cause, boom);
+  assert.match(thrown.message, /onApproval threw.*the prompt crashed/);
+  assert.equal(names(items).at(-1), "turn_finished", "after the turn ran to its end");
   const denied = items.find((i) => i.name === "tool_result");
   assert.equal(denied.data.error, true, "the approval was denied");
-  assert.equal(await rejection(turn.result), boom);
+  assert.equal(await rejection(turn.result), thrown, "the result rejects with the same error");
   assert.equal((await c.state()).status, "idle");
 });
 
-test("a handler that answers something else denies, and the result rejects with invalid_params", async (t) => {
+test("a handler that answers something else denies, and the loop and the result fail with invalid_params", async (t) => {
   const c = simClient(t);
   await c.create({});
   const e = await rejection(c.run({ text: "fix notes.txt" }, { onApproval: async () => "yes" }));
   assert.equal(e.code, "invalid_params");
   assert.match(e.message, /onApproval returned "yes"/);
+  const rejecting = c.turn({ text: "fix notes.txt" }, { onApproval: () => Promise.reject(new Error("no prompt")) });
+  const thrown = await rejection((async () => {
+    for await (const _ of rejecting);
+  })());
+  assert.equal(thrown.code, "invalid_params");
+  assert.equal(thrown.cause.message, "no prompt");
 });
 
 test("turn() without onApproval yields approval_requested and the application answers", async (t) => {

@@ -13,8 +13,8 @@
 (function makeTurnLayer() {
   "use strict";
 
-  function coded(code, message) {
-    const error = new Error(message);
+  function coded(code, message, cause) {
+    const error = cause === undefined ? new Error(message) : new Error(message, { cause });
     error.code = code;
     return error;
   }
@@ -33,7 +33,7 @@
       this.toolCalls = [];
       this.events = 0;
       this.overflowed = false;
-      this.error = undefined; // onApproval's failure: the result rejects with it
+      this.error = undefined; // onApproval's failure: the result rejects with it, the reader throws it
       this.abort = undefined; // { code, message }: the turn was aborted or timed out
       this.interrupting = undefined;
       this.lastApprovalOpen = false;
@@ -171,17 +171,21 @@
         decide(policy);
         return;
       }
+      // A handler that gives no valid answer fails the turn as one that
+      // returns something else does: invalid_params, what it threw as cause.
+      const threw = (e) =>
+        failClosed(coded("invalid_params", `onApproval threw, so the approval was denied: ${e instanceof Error ? e.message : String(e)}`, e));
       let answer;
       try {
         answer = policy(request);
       } catch (e) {
-        failClosed(e);
+        threw(e);
         return;
       }
       Promise.resolve(answer).then((a) => {
         if (a === "allow" || a === "deny") decide(a);
         else failClosed(coded("invalid_params", `onApproval returned ${typeof a === "string" ? JSON.stringify(a) : String(a)}; it must return "allow" or "deny" (the approval was denied)`));
-      }, failClosed);
+      }, threw);
     }
 
     // ---- abort, deadline, interrupt, overflow recovery
@@ -293,7 +297,7 @@
       }
     }
 
-    /** The next of the Turn's items; at its end, the client's error if that failed it. */
+    /** The next of the Turn's items; at its end, the error that failed it (the client's, or onApproval's). */
     takeOne() {
       while (this.held.length > 0) {
         const h = this.held.shift();
@@ -306,6 +310,7 @@
       }
       if (!this.finished) return undefined;
       if (this.failure !== undefined) throw this.failure;
+      if (this.error !== undefined) throw this.error;
       return this.router.DONE;
     }
 

@@ -51,8 +51,11 @@ pub struct TurnOptions<'e> {
     pub mode: Option<String>,
     /// Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
     /// a function of the request that returns one (or a promise of one), and
-    /// may take as long as a person needs. A function that throws or rejects
-    /// denies, and the result then rejects with its error.
+    /// may take as long as a person needs. A function that throws, rejects or
+    /// returns anything else denies, and the turn then fails with
+    /// `invalid_params` (its `cause` is what the function threw) once it has
+    /// finished: its iterator throws that error after the turn's events, and
+    /// its result rejects with it.
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
@@ -93,9 +96,9 @@ pub struct Turn<'e> {
     #[napi(readonly, ts_type = "Promise<string>")]
     pub id: Unknown<'e>,
     /// The turn's result, once its `turn_finished` has arrived. Rejects with
-    /// `aborted` or `timeout` (after the agent was interrupted), with the
-    /// error of an `onApproval` that threw (after the turn finished), or with
-    /// the client's error if it failed first.
+    /// `aborted` or `timeout` (after the agent was interrupted), with
+    /// `invalid_params` if `onApproval` failed (after the turn finished), or
+    /// with the client's error if it failed first.
     #[napi(readonly, ts_type = "Promise<TurnResult>")]
     pub result: Unknown<'e>,
     /// Interrupt this turn if it is still running (nothing is written otherwise).
