@@ -80,6 +80,8 @@ export declare class Client {
   /**
    * A turn in one call: `turn()` drained. Resolves with its result.
    * `onApproval` is required (`invalid_params` otherwise, nothing written).
+   * A rejection after the turn started (abort, timeout, a failing
+   * `onApproval`) carries the result so far as `result`.
    */
   run(params: TextParams, options: RunOptions): Promise<TurnResult>
   /** `await using client = new Client(...)` closes it. */
@@ -119,7 +121,9 @@ export interface BinaryInfo {
 /** The optional last argument of every method. */
 export interface CallOptions {
   /**
-   * Abort the call: it rejects with code `aborted`. If the request was
+   * Abort the call: it rejects with code `aborted` (`timeout` if the
+   * signal's reason is a `TimeoutError`, as `AbortSignal.timeout()`
+   * gives), with the signal's reason as its `cause`. If the request was
    * already written, its late answer is ignored.
    */
   signal?: AbortSignal
@@ -223,6 +227,13 @@ export interface KomaError {
   code: 'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'
   /** Present when `code` is `remote`. */
   remote?: RemoteError
+  /** What led to it: an aborted signal's reason, or what `onApproval` threw. */
+  cause?: unknown
+  /**
+   * The result so far of a turn that was aborted, timed out, or whose
+   * `onApproval` failed (`turn.result` and `run()`).
+   */
+  result?: TurnResult
 }
 
 /** An event of the catalog. Narrow on `name`. */
@@ -376,7 +387,8 @@ export interface Turn extends AsyncIterable<EventItem> {
    * The turn's result, once its `turn_finished` has arrived. Rejects with
    * `aborted` or `timeout` (after the agent was interrupted), with
    * `invalid_params` if `onApproval` failed (after the turn finished), or
-   * with the client's error if it failed first.
+   * with the client's error if it failed first; the first three carry the
+   * result so far as `result`.
    */
   readonly result: Promise<TurnResult>
   /** Interrupt this turn if it is still running (nothing is written otherwise). */
@@ -416,9 +428,18 @@ export interface TurnOptions {
    * its result rejects with it.
    */
   onApproval?: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
-  /** Interrupts the agent when aborted; the result rejects with `aborted`. */
+  /**
+   * Interrupts the agent when aborted; the result then rejects with
+   * `aborted` (`timeout` for a `TimeoutError` reason), the signal's reason
+   * as its `cause` and the result so far as its `result`, once the turn
+   * has finished.
+   */
   signal?: AbortSignal
-  /** Milliseconds after which the agent is interrupted; the result rejects with `timeout`. */
+  /**
+   * Milliseconds after which the agent is interrupted; the result then
+   * rejects with `timeout`, the result so far as its `result`, once the
+   * turn has finished.
+   */
   timeout?: number
 }
 

@@ -298,3 +298,39 @@ test("events() beside Turns: over random sessions, every event reaches exactly o
     assert.ok(seenByTurns.length > 0 || seenByEvents.length > 0);
   }
 });
+
+test("an aborted run() keeps the signal's reason as cause and what the turn got so far as err.result", async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const why = new Error("the user pressed Escape");
+  const ac = new AbortController();
+  const e = await rejection(c.run({ text: "fix notes.txt" }, {
+    signal: ac.signal,
+    onApproval: () => {
+      ac.abort(why); // while the agent waits for this answer
+      return new Promise(() => {});
+    },
+  }));
+  assert.equal(e.code, "aborted");
+  assert.equal(e.cause, why);
+  assert.equal(e.result.status, "interrupted", "the agent was interrupted and its turn_finished came");
+  assert.match(e.result.turn, /^t-\d+$/);
+  assert.equal(e.result.toolCalls.length, 1);
+  assert.equal(e.result.toolCalls[0].tool, "write_file");
+  assert.equal(typeof e.result.output, "string");
+  assert.ok(e.result.events >= 3);
+  assert.equal((await c.state()).status, "idle");
+});
+
+test("a turn whose signal is AbortSignal.timeout() fails with timeout, the TimeoutError as cause", async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const turn = c.turn({ text: "fix notes.txt" }, { signal: AbortSignal.timeout(50), onApproval: () => new Promise(() => {}) });
+  const e = await rejection(turn.result);
+  assert.equal(e.code, "timeout", e.message);
+  assert.equal(e.cause?.name, "TimeoutError");
+  assert.equal(e.result.status, "interrupted");
+  const timed = await rejection(c.run({ text: "fix notes.txt" }, { timeout: 50, onApproval: () => new Promise(() => {}) }));
+  assert.equal(timed.code, "timeout");
+  assert.equal(timed.result.toolCalls[0].tool, "write_file", "the `timeout` option keeps the result so far too");
+});

@@ -1,19 +1,28 @@
-//! A call's `AbortSignal`: whether it is aborted, and the `abort` listener
-//! attached while the call is pending.
+//! A call's `AbortSignal`: what an aborted one says, and the `abort`
+//! listener attached while the call is pending.
 
 use std::ffi::CStr;
 use std::rc::Rc;
 
-use napi::bindgen_prelude::{FnArgs, FromNapiValue, JsObjectValue, Object};
+use koma_transport::ErrorCode;
+use napi::bindgen_prelude::{FnArgs, FromNapiValue, JsObjectValue, Object, Unknown};
 use napi::ValueType;
 
 use crate::handles::{function, EnvLife, Js, NativeFn, OwnedRef};
-use crate::values::{as_object, call_method, get, kind};
+use crate::values::{as_object, as_string, call_method, get, kind};
 
-/// Whether `signal` is aborted already.
-pub fn aborted(js: Js, signal: &Object) -> bool {
-    let Ok(flag) = get(js, signal, "aborted") else { return false };
-    kind(&flag) == ValueType::Boolean && bool::from_unknown(flag).unwrap_or(false)
+/// If `signal` is aborted: the code to reject with (`timeout` when its
+/// reason is a `TimeoutError`, as `AbortSignal.timeout()` gives; `aborted`
+/// otherwise) and its reason, for the error's `cause` (none if undefined).
+pub fn aborted<'e>(js: Js<'e>, signal: &Object<'e>) -> Option<(ErrorCode, Option<Unknown<'e>>)> {
+    let flag = get(js, signal, "aborted").ok()?;
+    if kind(&flag) != ValueType::Boolean || !bool::from_unknown(flag).unwrap_or(false) {
+        return None;
+    }
+    let reason = get(js, signal, "reason").ok().filter(|r| kind(r) != ValueType::Undefined);
+    let name = reason.and_then(as_object).and_then(|r| get(js, &r, "name").ok()).and_then(as_string);
+    let code = if name.as_deref() == Some("TimeoutError") { ErrorCode::Timeout } else { ErrorCode::Aborted };
+    Some((code, reason))
 }
 
 /// The `abort` listener of a pending call's signal, removed when it settles.
@@ -42,6 +51,11 @@ impl AbortListener {
             signal: OwnedRef::new(js, life, signal, true).map_err(|e| e.reason)?,
             listener: OwnedRef::new(js, life, &listener, true).map_err(|e| e.reason)?,
         })
+    }
+
+    /// The signal listened to.
+    pub fn signal<'e>(&self, js: Js<'e>) -> Option<Object<'e>> {
+        self.signal.value(js).ok().and_then(as_object)
     }
 
     /// Remove the listener (its call has settled); the references go with it.

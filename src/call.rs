@@ -41,8 +41,8 @@ pub fn call<'e>(
     start: impl FnOnce(u64) -> Result<Started<'e>, KomaError>,
 ) -> napi::Result<Unknown<'e>> {
     let (deferred, promise) = Deferred::new(js, &ctx.env.life)?;
-    if opts.signal.as_ref().is_some_and(|s| aborted(js, s)) {
-        deferred.reject_with(js, &abort_error(what), None, None);
+    if let Some((code, reason)) = opts.signal.as_ref().and_then(|s| aborted(js, s)) {
+        deferred.reject_with(js, &abort_error(what, code), None, reason);
         return Ok(promise);
     }
     let token = ctx.conn.token();
@@ -84,9 +84,13 @@ pub fn call<'e>(
     Ok(promise)
 }
 
-/// The error of a call whose signal was aborted.
-fn abort_error(what: &str) -> KomaError {
-    KomaError::new(ErrorCode::Aborted, format!("`{what}` was aborted by its signal"))
+/// The error of a call whose signal was aborted (`code` says whether as a timeout).
+fn abort_error(what: &str, code: ErrorCode) -> KomaError {
+    let how = match code {
+        ErrorCode::Timeout => "timed out (its signal was aborted with a TimeoutError)",
+        _ => "was aborted by its signal",
+    };
+    KomaError::new(code, format!("`{what}` {how}"))
 }
 
 struct AbortData {
@@ -99,10 +103,12 @@ fn on_abort<'e>(data: &AbortData, js: Js<'e>, _args: &[Unknown<'e>]) -> napi::Re
     let call = ctx.state.borrow_mut().calls.remove(&data.token);
     if let Some(call) = call {
         ctx.conn.abandon(data.token);
+        let aborted = call.abort.as_ref().and_then(|a| a.signal(js)).and_then(|s| aborted(js, &s));
+        let (code, reason) = aborted.unwrap_or((ErrorCode::Aborted, None));
         if let Some(a) = call.abort {
             a.remove(js);
         }
-        call.deferred.reject_with(js, &abort_error(&call.what), None, None);
+        call.deferred.reject_with(js, &abort_error(&call.what, code), None, reason);
         ctx.update_hold(js);
     }
     Ok(js.undefined())

@@ -322,6 +322,8 @@ impl Client {
 
     /// A turn in one call: `turn()` drained. Resolves with its result.
     /// `onApproval` is required (`invalid_params` otherwise, nothing written).
+    /// A rejection after the turn started (abort, timeout, a failing
+    /// `onApproval`) carries the result so far as `result`.
     #[napi(
         catch_unwind,
         ts_args_type = "params: TextParams, options: RunOptions",

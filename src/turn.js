@@ -19,6 +19,12 @@
     return error;
   }
 
+  /** How an aborted signal fails a turn: `timeout` for a TimeoutError reason (AbortSignal.timeout()), else `aborted`. */
+  function abortCode(signal) {
+    const reason = signal.reason;
+    return reason !== null && typeof reason === "object" && reason.name === "TimeoutError" ? "timeout" : "aborted";
+  }
+
   class TurnState {
     constructor(send, router, params, options) {
       this.send = send;
@@ -34,7 +40,7 @@
       this.events = 0;
       this.overflowed = false;
       this.error = undefined; // onApproval's failure: the result rejects with it, the reader throws it
-      this.abort = undefined; // { code, message }: the turn was aborted or timed out
+      this.abort = undefined; // { code, message, cause }: the turn was aborted or timed out
       this.interrupting = undefined;
       this.lastApprovalOpen = false;
       // The reader's queue: { value, size, epoch, taken }.
@@ -66,7 +72,7 @@
 
     start(params, { mode, signal, timeout }) {
       if (signal?.aborted) {
-        this.fail(coded("aborted", "`turn` was aborted by its signal before anything was sent"), true);
+        this.fail(coded(abortCode(signal), "`turn` was aborted by its signal before anything was sent", signal.reason), true);
         return;
       }
       const submitted = this.call(mode === "interrupt" ? "interrupt_and_submit" : "submit", params);
@@ -84,7 +90,10 @@
         },
       );
       if (signal) {
-        const onAbort = () => this.stop("aborted", "`turn` was aborted by its signal; the agent was interrupted");
+        const onAbort = () => {
+          const how = abortCode(signal) === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
+          this.stop(abortCode(signal), `\`turn\` ${how}; the agent was interrupted`, signal.reason);
+        };
         signal.addEventListener("abort", onAbort, { once: true });
         this.cleanup.push(() => signal.removeEventListener("abort", onAbort));
       }
@@ -191,9 +200,9 @@
     // ---- abort, deadline, interrupt, overflow recovery
 
     /** The turn is aborted or timed out: interrupt the agent; the result rejects once it has finished. */
-    stop(code, message) {
+    stop(code, message, cause) {
       if (this.finished || this.abort !== undefined) return;
-      this.abort = { code, message };
+      this.abort = { code, message, cause };
       if (this.id !== null) this.interruptNow();
       // else: interrupted as soon as the submit answers
     }
@@ -257,10 +266,12 @@
       for (const c of this.cleanup.splice(0)) c();
       if (!this.reading || this.readerDone) this.releaseHeld();
       const settle = () => {
+        // A failure of the turn's own keeps what the turn got so far.
+        const result = this.result();
         let error = this.error;
-        if (error === undefined && this.abort !== undefined) error = coded(this.abort.code, this.abort.message);
-        if (error === undefined) this.resolveResult(this.result());
-        else this.rejectResult(error);
+        if (error === undefined && this.abort !== undefined) error = coded(this.abort.code, this.abort.message, this.abort.cause);
+        if (error === undefined) this.resolveResult(result);
+        else this.rejectResult(Object.assign(error, { result }));
         this.reader.serve();
       };
       if (this.interrupting) this.interrupting.then(settle);

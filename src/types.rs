@@ -33,7 +33,9 @@ pub struct ClientOptions {
 /// The optional last argument of every method.
 #[napi(object, object_to_js = false, object_from_js = false)]
 pub struct CallOptions<'e> {
-    /// Abort the call: it rejects with code `aborted`. If the request was
+    /// Abort the call: it rejects with code `aborted` (`timeout` if the
+    /// signal's reason is a `TimeoutError`, as `AbortSignal.timeout()`
+    /// gives), with the signal's reason as its `cause`. If the request was
     /// already written, its late answer is ignored.
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<Object<'e>>,
@@ -60,10 +62,15 @@ pub struct TurnOptions<'e> {
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
     pub on_approval: Option<Unknown<'e>>,
-    /// Interrupts the agent when aborted; the result rejects with `aborted`.
+    /// Interrupts the agent when aborted; the result then rejects with
+    /// `aborted` (`timeout` for a `TimeoutError` reason), the signal's reason
+    /// as its `cause` and the result so far as its `result`, once the turn
+    /// has finished.
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<Object<'e>>,
-    /// Milliseconds after which the agent is interrupted; the result rejects with `timeout`.
+    /// Milliseconds after which the agent is interrupted; the result then
+    /// rejects with `timeout`, the result so far as its `result`, once the
+    /// turn has finished.
     pub timeout: Option<f64>,
 }
 
@@ -98,7 +105,8 @@ pub struct Turn<'e> {
     /// The turn's result, once its `turn_finished` has arrived. Rejects with
     /// `aborted` or `timeout` (after the agent was interrupted), with
     /// `invalid_params` if `onApproval` failed (after the turn finished), or
-    /// with the client's error if it failed first.
+    /// with the client's error if it failed first; the first three carry the
+    /// result so far as `result`.
     #[napi(readonly, ts_type = "Promise<TurnResult>")]
     pub result: Unknown<'e>,
     /// Interrupt this turn if it is still running (nothing is written otherwise).
@@ -270,6 +278,12 @@ pub struct KomaError {
     pub code: String,
     /// Present when `code` is `remote`.
     pub remote: Option<RemoteError>,
+    /// What led to it: an aborted signal's reason, or what `onApproval` threw.
+    #[napi(ts_type = "unknown")]
+    pub cause: Option<Value>,
+    /// The result so far of a turn that was aborted, timed out, or whose
+    /// `onApproval` failed (`turn.result` and `run()`).
+    pub result: Option<TurnResult>,
 }
 
 macro_rules! event {
