@@ -302,3 +302,24 @@ test("unknown option keys are invalid_params naming the key, and nothing is writ
   assert.equal((await client.state()).turn, null);
   assert.equal((await client.submit({ text: "now" })).turn, "t-1");
 });
+
+test("a method called without its client rejects with invalid_params (turn() and events() throw it), not a TypeError", async (t) => {
+  const client = simClient(t);
+  const { state, submit, close } = client;
+  let pending;
+  assert.doesNotThrow(() => (pending = state()), "no synchronous throw");
+  const e = await rejection(pending);
+  assert.equal(e.code, "invalid_params");
+  assert.match(e.message, /Client\.state\(\) was called without its client: call it on the client/);
+  assert.equal((await rejection(submit({ text: "never sent" }))).code, "invalid_params");
+  assert.equal((await rejection(close.call({}))).code, "invalid_params");
+  const { turn, events } = client;
+  assert.throws(() => turn({ text: "never sent" }), (err) => err.code === "invalid_params" && /Client\.turn\(\)/.test(err.message));
+  assert.throws(() => events(), (err) => err.code === "invalid_params");
+  assert.equal(client.pid, null, "nothing started");
+  // On its client, the same function works; create is still allowed as the
+  // first request, so nothing was written before.
+  const { create } = client;
+  assert.equal(typeof (await create.call(client, {})).session, "string");
+  assert.equal((await state.call(client)).status, "idle");
+});

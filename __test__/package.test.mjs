@@ -64,7 +64,7 @@ test("the published packages install offline in a fresh folder and work there", 
   const { main, plat } = await packBoth(work);
 
   const mainFiles = release.readTarball(main).map((e) => e.path).sort();
-  assert.deepEqual(mainFiles, ["README.md", "bin/koma-sim.js", "index.d.ts", "index.js", "package.json", "sim.d.ts", "sim.js"]);
+  assert.deepEqual(mainFiles, ["README.md", "bin/koma-sim.js", "binding.js", "index.d.ts", "index.js", "package.json", "sim.d.ts", "sim.js"]);
   const platFiles = release.readTarball(plat).map((e) => e.path).sort();
   assert.deepEqual(platFiles, ["README.md", `koma-sdk.${host.abi}.node`, "koma-sim", "package.json"]);
   assert.match(release.checkMain(main, { targets }), /no binary/);
@@ -230,4 +230,20 @@ test("the checks of a tarball catch a package with the wrong contents", { timeou
   writeFileSync(join(mainDir, "package.json"), JSON.stringify(manifest));
   const bad = release.pack(mainDir, join(work, "main"));
   assert.throws(() => release.checkMain(bad, { targets }), /carries koma-sdk\..*\.node, which is not in package.json's files|carries a platform binary/);
+});
+
+test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, naming the package, its error first", { timeout: 60000 }, (t) => {
+  const dir = workDir(t, "koma-no-addon-");
+  for (const f of ["index.js", "binding.js", "package.json"]) copyFileSync(join(root, f), join(dir, f));
+  const r = spawnSync(process.execPath, ["-e", `
+    try { require(${JSON.stringify(dir)}); console.log("loaded"); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause && e.cause.message })); }
+  `], { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } });
+  assert.equal(r.status, 0, r.stderr);
+  const e = JSON.parse(r.stdout);
+  const pkg = `@koma/sdk-${platform}`;
+  assert.equal(e.code, "ERR_KOMA_SDK_NO_ADDON");
+  assert.ok(e.message.includes(`install ${pkg}`), e.message);
+  assert.ok(e.cause.includes(pkg), `the first cause is the platform package's: ${e.cause}`);
+  assert.doesNotMatch(e.cause, /wasm32/);
 });

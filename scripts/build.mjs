@@ -1,4 +1,5 @@
-// Build the addon (and regenerate index.js / index.d.ts) and the koma-sim binary.
+// Build the addon (and regenerate its loader binding.js and the typings
+// index.d.ts; index.js, the entry, is written by hand) and the koma-sim binary.
 //   node scripts/build.mjs                  build both for this machine (release);
 //                                           koma-sim is copied to bin/koma-sim
 //   node scripts/build.mjs --if-needed      skip when the outputs exist (for `npm run demo`)
@@ -47,7 +48,7 @@ if (argv.includes("--testing")) {
 
 run(process.execPath, [
   join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
-  "build", "--platform", "--release", "--target", target,
+  "build", "--platform", "--release", "--target", target, "--js", "binding.js",
   ...(argv.includes("--cross-compile") ? ["--cross-compile"] : []),
 ]);
 stripLoaderTypings(join(root, "index.d.ts"));

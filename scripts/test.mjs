@@ -1,5 +1,5 @@
 // `npm test`: formatting and lints of the Rust code, cargo tests, the build,
-// a check that the committed index.js and index.d.ts are what the build
+// a check that the committed binding.js and index.d.ts are what the build
 // generates, `npm run release:dry` on that build, the addon with the
 // `testing` feature (for the tests that inject faults), the Node tests (a
 // count of zero fails), the same again on the portable spawn path
@@ -32,7 +32,7 @@ step("cargo test (core, simulator)");
 run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim"]);
 
 step("build");
-const generated = ["index.js", "index.d.ts"];
+const generated = ["binding.js", "index.d.ts"];
 const before = Object.fromEntries(generated.map((f) => [f, readFileSync(join(root, f), "utf8")]));
 run(process.execPath, [join(root, "scripts", "build.mjs")]);
 for (const f of generated) {
@@ -41,7 +41,7 @@ for (const f of generated) {
     process.exit(1);
   }
 }
-console.log("index.js and index.d.ts match the build");
+console.log(`${generated.join(" and ")} match the build`);
 
 step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
 run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
