@@ -371,8 +371,11 @@ export interface ToolResultEvent {
  * A turn started by `client.turn()`: an async iterable of its events (its
  * `turn_started` through its `turn_finished`, with the `state` and
  * `diagnostic` events between them, and an overflow report if one hit),
- * its id, its result, and a way to interrupt it. Iterating again goes on
- * from where the last loop stopped.
+ * its id, its result, and a way to interrupt it. Leaving a loop over it
+ * early (`break`, `return`, a throw) interrupts the turn if it still runs;
+ * the result then settles when its `turn_finished` arrives, with the status
+ * koma reports (normally `"interrupted"`). Iterating again goes on from
+ * where the last loop stopped.
  *
  * Only `client.turn()` makes one: it is a type with no constructor. (Its
  * `extends` is in its name because napi-rs objects cannot have symbol keys.)

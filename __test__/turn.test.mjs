@@ -334,3 +334,26 @@ test("a turn whose signal is AbortSignal.timeout() fails with timeout, the Timeo
   assert.equal(timed.code, "timeout");
   assert.equal(timed.result.toolCalls[0].tool, "write_file", "the `timeout` option keeps the result so far too");
 });
+
+test("break out of a Turn's loop interrupts the turn; its result settles with koma's status", { timeout: 30000 }, async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const turn = c.turn({ text: "fix notes.txt" }); // waits on an approval the loop does not answer
+  let asked;
+  for await (const item of turn) {
+    if (item.name === "approval_requested") {
+      asked = item;
+      break;
+    }
+  }
+  assert.ok(asked, "the loop saw the approval request");
+  const r = await turn.result;
+  assert.equal(r.status, "interrupted", "koma's turn_finished says it was interrupted");
+  const st = await c.state();
+  assert.equal(st.status, "idle");
+  assert.equal(st.turn, null, "the agent really stopped");
+  // A loop that runs to the end interrupts nothing.
+  const whole = c.turn({ text: "hello" }, { onApproval: "deny" });
+  for await (const _ of whole);
+  assert.equal((await whole.result).status, "completed");
+});

@@ -41,6 +41,7 @@
       this.overflowed = false;
       this.error = undefined; // onApproval's failure: the result rejects with it, the reader throws it
       this.abort = undefined; // { code, message, cause }: the turn was aborted or timed out
+      this.interruptWanted = false; // interrupt as soon as the submit answers
       this.interrupting = undefined;
       this.lastApprovalOpen = false;
       // The reader's queue: { value, size, epoch, taken }.
@@ -82,7 +83,7 @@
           this.id = r.turn;
           this.resolveId(r.turn);
           this.router.kick();
-          if (this.abort !== undefined) this.interruptNow();
+          if (this.abort !== undefined || this.interruptWanted) this.interruptNow();
         },
         (e) => {
           this.id = "";
@@ -207,6 +208,12 @@
       // else: interrupted as soon as the submit answers
     }
 
+    /** Interrupt the agent if this turn still runs (once its id is known). */
+    requestInterrupt() {
+      if (this.id === null) this.interruptWanted = true;
+      else this.interruptNow();
+    }
+
     interruptNow() {
       if (this.finished || this.id === "" || this.interrupting) return this.interrupting;
       this.interrupting = this.call("interrupt").catch(() => {});
@@ -295,10 +302,11 @@
 
     hold(item) {
       this.held.push(item);
+      if (this.readerDone) this.releaseHeld();
       this.reader.serve();
     }
 
-    /** Held events stop counting against the bound. */
+    /** Held events stop counting against the bound (they stay for a later reader). */
     releaseHeld() {
       for (const h of this.held) {
         if (!h.taken) {
@@ -327,14 +335,19 @@
 
     iterator() {
       this.reading = true;
+      this.readerDone = false;
       return this.reader.iterator;
     }
 
-    /** The reader left its loop early: what it has not read stops counting. */
+    /**
+     * The reader left its loop early (break, return, a throw): the turn is
+     * interrupted if it still runs, as leaving a streamed response cancels
+     * it; what was not read stops counting, and stays for a later loop.
+     */
     stopReading() {
       this.readerDone = true;
       this.releaseHeld();
-      this.held = [];
+      if (!this.finished) this.requestInterrupt();
     }
   }
 
