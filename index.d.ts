@@ -93,7 +93,7 @@ export interface ApprovalRequestedData {
   turn: string
   approval: string
   tool: string
-  input: any
+  input: unknown
 }
 
 /** `approval_requested`: answer with `approve`. */
@@ -208,18 +208,31 @@ export interface Hello {
   capabilities: Array<string>
 }
 
-/** Result of `interruptAndSubmit`. */
+/** Result of `interruptAndSubmit`: the turn stopped, if any, and the new one. */
 export interface InterruptAndSubmitResult {
-  interrupted?: string | null
+  interrupted: string | null
   turn: string
 }
 
 /** Result of `interrupt`: the turn stopped, if any. */
 export interface InterruptResult {
-  turn?: string | null
+  turn: string | null
 }
 
-/** Every error of the SDK is an `Error` with one of these codes (see the README's table). */
+/**
+ * Whether `value` is an error of this package: an `Error` whose `code` is
+ * one of the table's. In a `catch`, it narrows to `KomaError`:
+ *
+ * ```ts
+ * try { await client.state(); } catch (e) { if (isKomaError(e) && e.code === "timeout") retry(); }
+ * ```
+ */
+export declare function isKomaError(value: unknown): value is KomaError
+
+/**
+ * Every error of the SDK is an `Error` with one of these codes (see the
+ * README's table); `isKomaError(e)` tells one apart in a `catch`.
+ */
 export interface KomaError {
   name: string
   message: string
@@ -278,11 +291,37 @@ export interface ResumeParams {
   after?: number
 }
 
-/** Options of `client.run()`: as `TurnOptions`, with `onApproval` required. */
+/**
+ * Options of `client.run()`: those of `turn()`, with `onApproval` required
+ * (nobody else sees the turn's approvals).
+ */
 export interface RunOptions {
+  /**
+   * `"submit"` (the default) starts the turn with `submit` (remote error
+   * `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
+   */
   mode?: 'submit' | 'interrupt'
+  /**
+   * Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+   * a function of the request that returns one (or a promise of one), and
+   * may take as long as a person needs. A function that throws, rejects or
+   * returns anything else denies, and `run()` then rejects with
+   * `invalid_params` (its `cause` is what the function threw, its
+   * `result` the turn's result) once the turn has finished.
+   */
   onApproval: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
+  /**
+   * Interrupts the agent when aborted; `run()` then rejects with `aborted`
+   * (`timeout` for a `TimeoutError` reason), the signal's reason as its
+   * `cause` and the result so far as its `result`, once the turn has
+   * finished.
+   */
   signal?: AbortSignal
+  /**
+   * Milliseconds after which the agent is interrupted; `run()` then
+   * rejects with `timeout`, the result so far as its `result`, once the
+   * turn has finished.
+   */
   timeout?: number
 }
 
@@ -294,11 +333,11 @@ export interface SessionResult {
 
 /** The session's state. `waiting` means a turn waits for an approval. */
 export interface State {
-  session?: string | null
+  session: string | null
   status: 'idle' | 'running' | 'waiting'
-  turn?: string | null
+  turn: string | null
   queued: number
-  model?: string | null
+  model: string | null
 }
 
 /** `state`: the session's state changed. */
@@ -325,7 +364,7 @@ export interface ToolCallData {
   turn: string
   call: string
   tool: string
-  input: any
+  input: unknown
 }
 
 /** `tool_call`. */
@@ -341,9 +380,9 @@ export interface ToolCallEvent {
 export interface ToolCallRecord {
   call: string
   tool: string
-  input: any
+  input: unknown
   /** The `tool_result`'s output, once it came. */
-  output?: any
+  output?: unknown
   /** Whether the tool failed, once its result came. */
   error?: boolean
   /** How `onApproval` (or the turn, for want of a reader) answered its approval. */
@@ -354,7 +393,7 @@ export interface ToolCallRecord {
 export interface ToolResultData {
   turn: string
   call: string
-  output: any
+  output: unknown
   error: boolean
 }
 

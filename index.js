@@ -68,3 +68,4 @@ guard(Symbol.asyncDispose, "[Symbol.asyncDispose]", reject);
 
 module.exports = binding;
 module.exports.Client = Client;
+module.exports.isKomaError = binding.isKomaError;

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { Client, SIM, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
+import { Client, SIM, sdk, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
 
 const finished = (turn) => (e) => e.type === "event" && e.name === "turn_finished" && e.data.turn === turn;
 const names = (items) => items.filter((e) => e.type === "event").map((e) => e.name);
@@ -322,4 +322,19 @@ test("a method called without its client rejects with invalid_params (turn() and
   const { create } = client;
   assert.equal(typeof (await create.call(client, {})).session, "string");
   assert.equal((await state.call(client)).status, "idle");
+});
+
+test("isKomaError tells the package's errors from others", async (t) => {
+  const { isKomaError } = sdk;
+  const client = simClient(t);
+  const e = await rejection(client.state({ timeout: "soon" }));
+  assert.equal(isKomaError(e), true);
+  const remote = await rejection(client.submit({ text: "no session yet" }));
+  assert.equal(remote.code, "remote");
+  assert.equal(isKomaError(remote), true);
+  assert.equal(isKomaError(new Error("plain")), false);
+  assert.equal(isKomaError(Object.assign(new Error("a system error"), { code: "ENOENT" })), false);
+  assert.equal(isKomaError({ code: "timeout", message: "not an Error" }), false);
+  assert.equal(isKomaError(undefined), false);
+  assert.equal(isKomaError("timeout"), false);
 });

@@ -7,7 +7,9 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-export const { Client } = require(join(root, "index.js"));
+/** The package, as `require("@koma/sdk")` gives it. */
+export const sdk = require(join(root, "index.js"));
+export const { Client } = sdk;
 export const SIM = join(root, "bin", "koma-sim");
 
 /**

@@ -25,3 +25,13 @@ test("the typings declare the public API only: no test hook, no loader metadata"
   assert.match(dts, /export interface Turn extends AsyncIterable<EventItem> \{/, "Turn is a type with no constructor");
   assert.doesNotMatch(dts, /declare class Turn\b/);
 });
+
+test("RunOptions documents each option, as TurnOptions does", () => {
+  const dts = readFileSync(join(root, "index.d.ts"), "utf8");
+  for (const name of ["RunOptions", "TurnOptions"]) {
+    const body = dts.match(new RegExp(`export interface ${name} \\{([\\s\\S]*?)\\n\\}`))[1];
+    for (const field of ["mode?", "onApproval", "signal?", "timeout?"]) {
+      assert.match(body, new RegExp(`\\*/\\n\\s*${field.replace("?", "\\?")}\\??:`), `${name}.${field} has a doc comment`);
+    }
+  }
+});

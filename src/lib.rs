@@ -13,6 +13,7 @@
 //! - `env.rs`: what is kept per Node environment;
 //! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
 //! - `values.rs`: small helpers over napi-rs's values;
+//! - `koma_error.rs`: `isKomaError`;
 //! - `types.rs`: the shapes of the typings;
 //! - `handles/`: the owned Node-API handles, the only `unsafe` code;
 //! - `testing.rs`: fault injection, only with the `testing` feature.
@@ -25,6 +26,7 @@ mod context;
 mod delivery;
 mod env;
 mod handles;
+mod koma_error;
 mod options;
 mod stream;
 #[cfg(feature = "testing")]
@@ -35,4 +37,5 @@ mod values;
 mod wake;
 
 pub use client::*;
+pub use koma_error::*;
 pub use types::*;

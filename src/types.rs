@@ -3,7 +3,8 @@
 //! arguments into. Results, events and the Turn are never converted by
 //! napi-rs (they cross as JSON, parsed by one `JSON.parse` per batch, or are
 //! made by `turn.js`), so they have no conversions (`object_to_js = false,
-//! object_from_js = false`); their JSON members are `serde_json::Value`.
+//! object_from_js = false`); their JSON members are `serde_json::Value`,
+//! typed `unknown`.
 
 use std::collections::HashMap;
 
@@ -74,17 +75,33 @@ pub struct TurnOptions<'e> {
     pub timeout: Option<f64>,
 }
 
-/// Options of `client.run()`: as `TurnOptions`, with `onApproval` required.
+/// Options of `client.run()`: those of `turn()`, with `onApproval` required
+/// (nobody else sees the turn's approvals).
 #[napi(object, object_to_js = false, object_from_js = false)]
 pub struct RunOptions<'e> {
+    /// `"submit"` (the default) starts the turn with `submit` (remote error
+    /// `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
     #[napi(ts_type = "'submit' | 'interrupt'")]
     pub mode: Option<String>,
+    /// Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+    /// a function of the request that returns one (or a promise of one), and
+    /// may take as long as a person needs. A function that throws, rejects or
+    /// returns anything else denies, and `run()` then rejects with
+    /// `invalid_params` (its `cause` is what the function threw, its
+    /// `result` the turn's result) once the turn has finished.
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
     pub on_approval: Unknown<'e>,
+    /// Interrupts the agent when aborted; `run()` then rejects with `aborted`
+    /// (`timeout` for a `TimeoutError` reason), the signal's reason as its
+    /// `cause` and the result so far as its `result`, once the turn has
+    /// finished.
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<Object<'e>>,
+    /// Milliseconds after which the agent is interrupted; `run()` then
+    /// rejects with `timeout`, the result so far as its `result`, once the
+    /// turn has finished.
     pub timeout: Option<f64>,
 }
 
@@ -122,8 +139,10 @@ pub struct Turn<'e> {
 pub struct ToolCallRecord {
     pub call: String,
     pub tool: String,
+    #[napi(ts_type = "unknown")]
     pub input: Value,
     /// The `tool_result`'s output, once it came.
+    #[napi(ts_type = "unknown")]
     pub output: Option<Value>,
     /// Whether the tool failed, once its result came.
     pub error: Option<bool>,
@@ -173,16 +192,13 @@ pub struct Hello {
 }
 
 /// The session's state. `waiting` means a turn waits for an approval.
-#[napi(object, object_to_js = false, object_from_js = false)]
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct State {
-    #[napi(ts_type = "string | null")]
     pub session: Option<String>,
     #[napi(ts_type = "'idle' | 'running' | 'waiting'")]
     pub status: String,
-    #[napi(ts_type = "string | null")]
     pub turn: Option<String>,
     pub queued: u32,
-    #[napi(ts_type = "string | null")]
     pub model: Option<String>,
 }
 
@@ -227,16 +243,14 @@ pub struct EnqueueResult {
 }
 
 /// Result of `interrupt`: the turn stopped, if any.
-#[napi(object, object_to_js = false, object_from_js = false)]
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct InterruptResult {
-    #[napi(ts_type = "string | null")]
     pub turn: Option<String>,
 }
 
-/// Result of `interruptAndSubmit`.
-#[napi(object, object_to_js = false, object_from_js = false)]
+/// Result of `interruptAndSubmit`: the turn stopped, if any, and the new one.
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct InterruptAndSubmitResult {
-    #[napi(ts_type = "string | null")]
     pub interrupted: Option<String>,
     pub turn: String,
 }
@@ -269,7 +283,8 @@ pub struct RemoteError {
     pub data: Option<Value>,
 }
 
-/// Every error of the SDK is an `Error` with one of these codes (see the README's table).
+/// Every error of the SDK is an `Error` with one of these codes (see the
+/// README's table); `isKomaError(e)` tells one apart in a `catch`.
 #[napi(object, object_to_js = false, object_from_js = false)]
 pub struct KomaError {
     pub name: String,
@@ -325,6 +340,7 @@ pub struct ToolCallData {
     pub turn: String,
     pub call: String,
     pub tool: String,
+    #[napi(ts_type = "unknown")]
     pub input: Value,
 }
 
@@ -333,6 +349,7 @@ pub struct ToolCallData {
 pub struct ToolResultData {
     pub turn: String,
     pub call: String,
+    #[napi(ts_type = "unknown")]
     pub output: Value,
     pub error: bool,
 }
@@ -343,6 +360,7 @@ pub struct ApprovalRequestedData {
     pub turn: String,
     pub approval: String,
     pub tool: String,
+    #[napi(ts_type = "unknown")]
     pub input: Value,
 }
 
