@@ -55,7 +55,7 @@ export declare class Client {
    * error after a failure (once the events received before it were taken).
    * There is one queue per client: every call iterates the same queue.
    */
-  events(this: this): AsyncIterableIterator<EventItem>
+  events(): AsyncIterableIterator<EventItem>
   /** The kept tail of the child's stderr (the newest 64 KiB), as text. */
   get stderr(): string
   /** The child's process id while it runs, else `null`. */
@@ -65,7 +65,7 @@ export declare class Client {
    * each after a short grace; the child (and the tools it started) are
    * stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
    */
-  close(this: this): Promise<void>
+  close(): Promise<void>
   /**
    * Start a turn: `submit` (or, with `mode: "interrupt"`,
    * `interrupt_and_submit`) its text, and take its events from the
@@ -85,7 +85,7 @@ export declare class Client {
    */
   run(params: TextParams, options: RunOptions): Promise<TurnResult>
   /** `await using client = new Client(...)` closes it. */
-  [globalThis.Symbol.asyncDispose](this: this): Promise<void>
+  [globalThis.Symbol.asyncDispose](): Promise<void>
 }
 
 /** Data of `approval_requested`: answer with `approve`. */

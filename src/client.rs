@@ -9,7 +9,7 @@ use std::time::Duration;
 use koma_transport::child::LaunchOptions;
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
 use napi::bindgen_prelude::{This, Unknown};
-use napi::Env;
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::call::{call, rejected, send, Started};
@@ -18,6 +18,8 @@ use crate::delivery::{on_wake, register, unregister};
 use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
 use crate::options::{call_options, client_options, duration, spawn_mode};
+use crate::stream;
+use crate::turn::{self, Entry};
 use crate::types::{CallOptions, ClientOptions};
 use crate::values::as_string;
 
@@ -47,7 +49,7 @@ fn env_trace() -> bool {
 }
 
 /// The core's options for `new Client(options)`.
-fn connection_options(options: ClientOptions) -> Result<ConnectionOptions, KomaError> {
+fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionOptions, KomaError> {
     let bad = |e: KomaError| KomaError::new(ErrorCode::InvalidParams, format!("new Client: {}", e.message));
     let mut env: Vec<(OsString, OsString)> =
         options.env.unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
@@ -77,7 +79,7 @@ impl Client {
     /// Make a client. Nothing is started until the first call. Bad options
     /// throw an `Error` with code `invalid_params`.
     #[napi(catch_unwind, constructor, ts_args_type = "options: ClientOptions")]
-    pub fn new(env: &Env, options: Option<Unknown>) -> napi::Result<Self> {
+    pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js::new(env);
         let options = client_options(js, options).and_then(connection_options).map_err(|e| throw(js, &e))?;
         let env_data = EnvData::of(js, on_wake)?;
@@ -85,16 +87,16 @@ impl Client {
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
         let ctx = Ctx::new(Connection::new(options, waker), env_data, id);
+        ctx.remember_client(js, &this)?;
         register(&ctx);
         Ok(Client { ctx })
     }
 
     /// Start the child if needed; resolves with its checked hello.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<Hello>")]
-    pub fn probe<'e>(&self, env: &'e Env, this: This, options: Option<Unknown<'e>>) -> napi::Result<Unknown<'e>> {
+    pub fn probe<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
         let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
-        let opts = match call_options(js, "probe", options) {
+        let opts = match call_options(js, "probe", Some(options)) {
             Ok(o) => o,
             Err(e) => return rejected(js, &self.ctx, &e),
         };
@@ -113,14 +115,8 @@ impl Client {
         ts_args_type = "params?: CreateParams, options?: CallOptions",
         ts_return_type = "Promise<SessionResult>"
     )]
-    pub fn create<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "create", params, options)
+    pub fn create<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "create", Some(params), options)
     }
 
     /// `resume`: reattach to a saved session and replay its events after `after`.
@@ -129,20 +125,14 @@ impl Client {
         ts_args_type = "params: ResumeParams, options?: CallOptions",
         ts_return_type = "Promise<SessionResult>"
     )]
-    pub fn resume<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "resume", params, options)
+    pub fn resume<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "resume", Some(params), options)
     }
 
     /// `state`: the session's state.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<State>")]
-    pub fn state<'e>(&self, env: &'e Env, this: This, options: Option<Unknown<'e>>) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "state", None, options)
+    pub fn state<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "state", None, options)
     }
 
     /// `submit`: start a turn. Remote error `busy` while a turn runs.
@@ -151,14 +141,8 @@ impl Client {
         ts_args_type = "params: TextParams, options?: CallOptions",
         ts_return_type = "Promise<SubmitResult>"
     )]
-    pub fn submit<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "submit", params, options)
+    pub fn submit<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "submit", Some(params), options)
     }
 
     /// `enqueue`: queue a text to run after the current turn.
@@ -167,20 +151,14 @@ impl Client {
         ts_args_type = "params: TextParams, options?: CallOptions",
         ts_return_type = "Promise<EnqueueResult>"
     )]
-    pub fn enqueue<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "enqueue", params, options)
+    pub fn enqueue<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "enqueue", Some(params), options)
     }
 
     /// `interrupt`: stop the running turn, if any.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<InterruptResult>")]
-    pub fn interrupt<'e>(&self, env: &'e Env, this: This, options: Option<Unknown<'e>>) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "interrupt", None, options)
+    pub fn interrupt<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "interrupt", None, options)
     }
 
     /// `interrupt_and_submit`: stop the running turn and start a new one.
@@ -192,11 +170,10 @@ impl Client {
     pub fn interrupt_and_submit<'e>(
         &self,
         env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "interrupt_and_submit", params, options)
+        params: Unknown<'e>,
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
+        self.send(env, "interrupt_and_submit", Some(params), options)
     }
 
     /// `approve`: answer an `approval_requested` event.
@@ -205,14 +182,8 @@ impl Client {
         ts_args_type = "params: ApproveParams, options?: CallOptions",
         ts_return_type = "Promise<EmptyResult>"
     )]
-    pub fn approve<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "approve", params, options)
+    pub fn approve<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "approve", Some(params), options)
     }
 
     /// `configure`: change the model.
@@ -221,21 +192,15 @@ impl Client {
         ts_args_type = "params?: ConfigureParams, options?: CallOptions",
         ts_return_type = "Promise<State>"
     )]
-    pub fn configure<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "configure", params, options)
+    pub fn configure<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "configure", Some(params), options)
     }
 
     /// `detach`: koma saves the session and exits 0. Resolves after the answer
     /// and the child's exit; `events()` then ends. Nothing is written after it.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
-    pub fn detach<'e>(&self, env: &'e Env, this: This, options: Option<Unknown<'e>>) -> napi::Result<Unknown<'e>> {
-        self.send(env, this, "detach", None, options)
+    pub fn detach<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "detach", None, options)
     }
 
     /// Send any method in hello's capabilities. Methods of the protocol's table
@@ -249,16 +214,15 @@ impl Client {
     pub fn request<'e>(
         &self,
         env: &'e Env,
-        this: This,
         method: Unknown<'e>,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
+        params: Unknown<'e>,
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
         let Some(method) = as_string(method) else {
             let e = KomaError::new(ErrorCode::InvalidParams, "request: `method` must be a string");
             return rejected(Js::new(env), &self.ctx, &e);
         };
-        self.send(env, this, &method, params, options)
+        self.send(env, &method, Some(params), options)
     }
 
     /// The events of this client, in order: catalog events and the one
@@ -266,10 +230,8 @@ impl Client {
     /// error after a failure (once the events received before it were taken).
     /// There is one queue per client: every call iterates the same queue.
     #[napi(catch_unwind, ts_return_type = "AsyncIterableIterator<EventItem>")]
-    pub fn events<'e>(&self, env: &'e Env, this: This) -> napi::Result<Unknown<'e>> {
-        let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
-        crate::stream::events(&self.ctx, js)
+    pub fn events<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        stream::events(&self.ctx, Js::new(env))
     }
 
     /// The kept tail of the child's stderr (the newest 64 KiB), as text.
@@ -288,9 +250,8 @@ impl Client {
     /// each after a short grace; the child (and the tools it started) are
     /// stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close<'e>(&self, env: &'e Env, this: This) -> napi::Result<Unknown<'e>> {
+    pub fn close<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
         let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
         let ctx = &self.ctx;
         let none = CallOptions { signal: None, timeout: None };
         call(ctx, js, "close", &none, |token| match ctx.conn.close(token) {
@@ -308,16 +269,8 @@ impl Client {
     /// interrupt the agent, and the result then rejects with `aborted` or
     /// `timeout` once the turn has finished.
     #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: TurnOptions", ts_return_type = "Turn")]
-    pub fn turn<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
-        crate::turn::turn(&self.ctx, js, params, options)
+    pub fn turn<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        turn::enter(Entry::Turn, &self.ctx, Js::new(env), Some(params), Some(options))
     }
 
     /// A turn in one call: `turn()` drained. Resolves with its result.
@@ -329,22 +282,14 @@ impl Client {
         ts_args_type = "params: TextParams, options: RunOptions",
         ts_return_type = "Promise<TurnResult>"
     )]
-    pub fn run<'e>(
-        &self,
-        env: &'e Env,
-        this: This,
-        params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
-        crate::turn::run(&self.ctx, js, params, options)
+    pub fn run<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        turn::enter(Entry::Run, &self.ctx, Js::new(env), Some(params), Some(options))
     }
 
     /// `await using client = new Client(...)` closes it.
     #[napi(catch_unwind, well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
-    pub fn async_dispose<'e>(&self, env: &'e Env, this: This) -> napi::Result<Unknown<'e>> {
-        self.close(env, this)
+    pub fn async_dispose<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        self.close(env)
     }
 }
 
@@ -352,14 +297,11 @@ impl Client {
     fn send<'e>(
         &self,
         env: &'e Env,
-        this: This,
         method: &str,
         params: Option<Unknown<'e>>,
-        options: Option<Unknown<'e>>,
-    ) -> napi::Result<Unknown<'e>> {
-        let js = Js::new(env);
-        self.ctx.remember_client(js, &this)?;
-        send(&self.ctx, js, method, params, options)
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
+        send(&self.ctx, Js::new(env), method, params, Some(options))
     }
 }
 

@@ -53,17 +53,32 @@ fn options_object<'e>(js: Js<'e>, o: TurnOptions<'e>) -> napi::Result<Object<'e>
     Ok(obj)
 }
 
-/// `client.turn(params, options)`: a Turn (one whose promises reject, if
-/// the options are bad).
-pub fn turn<'e>(
+/// The turn layer's two entries.
+#[derive(Clone, Copy)]
+pub enum Entry {
+    /// `client.turn(params, options)`: a Turn.
+    Turn,
+    /// `client.run(params, options)`: a promise of the drained turn's result.
+    Run,
+}
+
+/// Enter the turn layer. Bad options give a Turn whose promises reject
+/// (`turn()`), or a rejected promise (`run()`).
+pub fn enter<'e>(
+    entry: Entry,
     ctx: &Rc<Ctx>,
     js: Js<'e>,
     params: Option<Unknown<'e>>,
     options: Option<Unknown<'e>>,
 ) -> napi::Result<Unknown<'e>> {
-    match turn_options(js, "turn", options) {
-        Ok(o) => start(ctx, js, "makeTurn", params, o),
-        Err(e) => failed(ctx, js, &e),
+    let (what, name) = match entry {
+        Entry::Turn => ("turn", "makeTurn"),
+        Entry::Run => ("run", "run"),
+    };
+    match (turn_options(js, what, options), entry) {
+        (Ok(o), _) => start(ctx, js, name, params, o),
+        (Err(e), Entry::Turn) => failed(ctx, js, &e),
+        (Err(e), Entry::Run) => rejected(js, ctx, &e),
     }
 }
 
@@ -71,17 +86,4 @@ pub fn turn<'e>(
 fn failed<'e>(ctx: &Rc<Ctx>, js: Js<'e>, e: &KomaError) -> napi::Result<Unknown<'e>> {
     let args = (router(ctx, js)?, coded_error(js, e, None, None)?);
     layer::<FnArgs<_>>(ctx, js, "failedTurn")?.call(args.into())
-}
-
-/// `client.run(params, options)`: a promise of the drained turn's result.
-pub fn run<'e>(
-    ctx: &Rc<Ctx>,
-    js: Js<'e>,
-    params: Option<Unknown<'e>>,
-    options: Option<Unknown<'e>>,
-) -> napi::Result<Unknown<'e>> {
-    match turn_options(js, "run", options) {
-        Ok(o) => start(ctx, js, "run", params, o),
-        Err(e) => rejected(js, ctx, &e),
-    }
 }
