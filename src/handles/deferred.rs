@@ -30,13 +30,19 @@ impl Deferred {
     }
 
     pub fn resolve(self, js: Js, value: Unknown) {
-        // SAFETY: the deferred is unsettled (settling consumes it), `js` is
-        // its environment's (it is not Send), and Node frees it here.
+        if js.raw() != self.env {
+            return; // not its environment's call: Drop rejects it in its own
+        }
+        // SAFETY: the deferred is unsettled (settling consumes it), `js` is a
+        // call of its environment (checked), and Node frees it here.
         unsafe { sys::napi_resolve_deferred(js.raw(), self.raw, value.raw()) };
         std::mem::forget(self);
     }
 
     pub fn reject(self, js: Js, error: Unknown) {
+        if js.raw() != self.env {
+            return; // as in `resolve`
+        }
         // SAFETY: as in `resolve`.
         unsafe { sys::napi_reject_deferred(js.raw(), self.raw, error.raw()) };
         std::mem::forget(self);

@@ -27,11 +27,19 @@ impl OwnedRef {
         Ok(OwnedRef { env: js.raw(), raw, life: life.clone() })
     }
 
+    /// Whether `js` is a call of this reference's environment (which then lives).
+    fn ours(&self, js: Js) -> bool {
+        js.raw() == self.env
+    }
+
     /// The value; an error if a weak reference's value was collected.
     pub fn value<'e>(&self, js: Js<'e>) -> napi::Result<Unknown<'e>> {
+        if !self.ours(js) {
+            return Err(napi::Error::from_reason("a reference used in another environment"));
+        }
         let mut v = ptr::null_mut();
-        // SAFETY: the reference is live (only Drop deletes it), and `js` is
-        // its environment's (a handle is never sent to another thread).
+        // SAFETY: the reference is live (only Drop deletes it), and `js` is a
+        // call of its environment (checked), on that environment's thread.
         let status = unsafe { sys::napi_get_reference_value(js.raw(), self.raw, &mut v) };
         check(status, "napi_get_reference_value")?;
         if v.is_null() {
@@ -42,9 +50,13 @@ impl OwnedRef {
 
     /// Make the reference strong or weak; the count only moves between 0 and 1.
     pub fn set_strong(&self, js: Js, strong: bool) {
+        if !self.ours(js) {
+            return;
+        }
         let mut count = 0;
-        // SAFETY: the reference is live and `js` is its environment's; the
-        // callers only move between strong and weak, so the count stays 0 or 1.
+        // SAFETY: the reference is live and `js` is a call of its environment
+        // (checked); the callers only move between strong and weak, so the
+        // count stays 0 or 1.
         unsafe {
             if strong {
                 sys::napi_reference_ref(js.raw(), self.raw, &mut count);
