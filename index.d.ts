@@ -2,14 +2,6 @@
 /* eslint-disable */
 
 /**
- * Which binding artifact the generated loader actually loaded: `'native'` for
- * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
- * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
- * can point the loader at a WASI artifact this package does not build itself.
- */
-export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
-
-/**
  * A client of one `koma sdk serve` child. Every method starts the child and
  * awaits its hello first if that has not happened. Every method takes an
  * optional last argument `{ signal?: AbortSignal, timeout?: number }`.
@@ -63,7 +55,7 @@ export declare class Client {
    * error after a failure (once the events received before it were taken).
    * There is one queue per client: every call iterates the same queue.
    */
-  events(this: this): AsyncIterableIterator<EventItem>
+  events(): AsyncIterableIterator<EventItem>
   /** The kept tail of the child's stderr (the newest 64 KiB), as text. */
   get stderr(): string
   /** The child's process id while it runs, else `null`. */
@@ -73,7 +65,7 @@ export declare class Client {
    * each after a short grace; the child (and the tools it started) are
    * stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
    */
-  close(this: this): Promise<void>
+  close(): Promise<void>
   /**
    * Start a turn: `submit` (or, with `mode: "interrupt"`,
    * `interrupt_and_submit`) its text, and take its events from the
@@ -88,53 +80,20 @@ export declare class Client {
   /**
    * A turn in one call: `turn()` drained. Resolves with its result.
    * `onApproval` is required (`invalid_params` otherwise, nothing written).
+   * A rejection after the turn started (abort, timeout, a failing
+   * `onApproval`) carries the result so far as `result`.
    */
   run(params: TextParams, options: RunOptions): Promise<TurnResult>
   /** `await using client = new Client(...)` closes it. */
-  [globalThis.Symbol.asyncDispose](this: this): Promise<void>
+  [globalThis.Symbol.asyncDispose](): Promise<void>
 }
-
-/**
- * A turn started by `client.turn()`: an async iterable of its events (its
- * `turn_started` through its `turn_finished`, with the `state` and
- * `diagnostic` events between them, and an overflow report if one hit),
- * its id, its result, and a way to interrupt it. Made by `client.turn()`.
- */
-export declare class Turn {
-  /**
-   * The turn id, once `submit` (or `interrupt_and_submit`) has answered.
-   * Rejects as the submit does (for example remote `busy`).
-   */
-  get id(): Promise<string>
-  /**
-   * The turn's result, once its `turn_finished` has arrived. Rejects with
-   * `aborted` or `timeout` (after the agent was interrupted), with the
-   * error of an `onApproval` that threw (after the turn finished), or with
-   * the client's error if it failed first.
-   */
-  get result(): Promise<TurnResult>
-  /** Interrupt this turn if it is still running (nothing is written otherwise). */
-  interrupt(): Promise<void>
-  /**
-   * The turn's events; `for await (const item of turn)`. One queue per
-   * Turn: iterating again goes on from where the last loop stopped.
-   */
-  [globalThis.Symbol.asyncIterator](): AsyncIterator<EventItem>
-}
-
-/**
- * Internal counts of this process, for the package's own tests (not part of
- * the API): connections whose memory is still held, and call deadlines
- * still running.
- */
-export declare function __census(): Census
 
 /** Data of `approval_requested`: answer with `approve`. */
 export interface ApprovalRequestedData {
   turn: string
   approval: string
   tool: string
-  input: any
+  input: unknown
 }
 
 /** `approval_requested`: answer with `approve`. */
@@ -162,7 +121,9 @@ export interface BinaryInfo {
 /** The optional last argument of every method. */
 export interface CallOptions {
   /**
-   * Abort the call: it rejects with code `aborted`. If the request was
+   * Abort the call: it rejects with code `aborted` (`timeout` if the
+   * signal's reason is a `TimeoutError`, as `AbortSignal.timeout()`
+   * gives), with the signal's reason as its `cause`. If the request was
    * already written, its late answer is ignored.
    */
   signal?: AbortSignal
@@ -171,12 +132,6 @@ export interface CallOptions {
    * request was already written, its late answer is ignored.
    */
   timeout?: number
-}
-
-/** What `__census()` returns (internal, for tests). */
-export interface Census {
-  connections: number
-  timers: number
 }
 
 /** Options of `new Client(...)`. */
@@ -195,6 +150,11 @@ export interface ClientOptions {
    * process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
    */
   trace?: boolean
+  /**
+   * Milliseconds the first call waits for koma's hello before the client
+   * fails with `transport_failure` (default 15000); `null`: no bound.
+   */
+  helloTimeout?: number | null
 }
 
 /** Params of `configure`. */
@@ -248,18 +208,31 @@ export interface Hello {
   capabilities: Array<string>
 }
 
-/** Result of `interruptAndSubmit`. */
+/** Result of `interruptAndSubmit`: the turn stopped, if any, and the new one. */
 export interface InterruptAndSubmitResult {
-  interrupted?: string | null
+  interrupted: string | null
   turn: string
 }
 
 /** Result of `interrupt`: the turn stopped, if any. */
 export interface InterruptResult {
-  turn?: string | null
+  turn: string | null
 }
 
-/** Every error of the SDK is an `Error` with one of these codes (see the README's table). */
+/**
+ * Whether `value` is an error of this package: an `Error` whose `code` is
+ * one of the table's. In a `catch`, it narrows to `KomaError`:
+ *
+ * ```ts
+ * try { await client.state(); } catch (e) { if (isKomaError(e) && e.code === "timeout") retry(); }
+ * ```
+ */
+export declare function isKomaError(value: unknown): value is KomaError
+
+/**
+ * Every error of the SDK is an `Error` with one of these codes (see the
+ * README's table); `isKomaError(e)` tells one apart in a `catch`.
+ */
 export interface KomaError {
   name: string
   message: string
@@ -267,6 +240,13 @@ export interface KomaError {
   code: 'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'
   /** Present when `code` is `remote`. */
   remote?: RemoteError
+  /** What led to it: an aborted signal's reason, or what `onApproval` threw. */
+  cause?: unknown
+  /**
+   * The result so far of a turn that was aborted, timed out, or whose
+   * `onApproval` failed (`turn.result` and `run()`).
+   */
+  result?: TurnResult
 }
 
 /** An event of the catalog. Narrow on `name`. */
@@ -311,11 +291,37 @@ export interface ResumeParams {
   after?: number
 }
 
-/** Options of `client.run()`: as `TurnOptions`, with `onApproval` required. */
+/**
+ * Options of `client.run()`: those of `turn()`, with `onApproval` required
+ * (nobody else sees the turn's approvals).
+ */
 export interface RunOptions {
+  /**
+   * `"submit"` (the default) starts the turn with `submit` (remote error
+   * `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
+   */
   mode?: 'submit' | 'interrupt'
+  /**
+   * Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+   * a function of the request that returns one (or a promise of one), and
+   * may take as long as a person needs. A function that throws, rejects or
+   * returns anything else denies, and `run()` then rejects with
+   * `invalid_params` (its `cause` is what the function threw, its
+   * `result` the turn's result) once the turn has finished.
+   */
   onApproval: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
+  /**
+   * Interrupts the agent when aborted; `run()` then rejects with `aborted`
+   * (`timeout` for a `TimeoutError` reason), the signal's reason as its
+   * `cause` and the result so far as its `result`, once the turn has
+   * finished.
+   */
   signal?: AbortSignal
+  /**
+   * Milliseconds after which the agent is interrupted; `run()` then
+   * rejects with `timeout`, the result so far as its `result`, once the
+   * turn has finished.
+   */
   timeout?: number
 }
 
@@ -327,11 +333,11 @@ export interface SessionResult {
 
 /** The session's state. `waiting` means a turn waits for an approval. */
 export interface State {
-  session?: string | null
+  session: string | null
   status: 'idle' | 'running' | 'waiting'
-  turn?: string | null
+  turn: string | null
   queued: number
-  model?: string | null
+  model: string | null
 }
 
 /** `state`: the session's state changed. */
@@ -358,7 +364,7 @@ export interface ToolCallData {
   turn: string
   call: string
   tool: string
-  input: any
+  input: unknown
 }
 
 /** `tool_call`. */
@@ -374,9 +380,9 @@ export interface ToolCallEvent {
 export interface ToolCallRecord {
   call: string
   tool: string
-  input: any
+  input: unknown
   /** The `tool_result`'s output, once it came. */
-  output?: any
+  output?: unknown
   /** Whether the tool failed, once its result came. */
   error?: boolean
   /** How `onApproval` (or the turn, for want of a reader) answered its approval. */
@@ -387,7 +393,7 @@ export interface ToolCallRecord {
 export interface ToolResultData {
   turn: string
   call: string
-  output: any
+  output: unknown
   error: boolean
 }
 
@@ -398,6 +404,37 @@ export interface ToolResultEvent {
   seq: number
   name: 'tool_result'
   data: ToolResultData
+}
+
+/**
+ * A turn started by `client.turn()`: an async iterable of its events (its
+ * `turn_started` through its `turn_finished`, with the `state` and
+ * `diagnostic` events between them, and an overflow report if one hit),
+ * its id, its result, and a way to interrupt it. Leaving a loop over it
+ * early (`break`, `return`, a throw) interrupts the turn if it still runs;
+ * the result then settles when its `turn_finished` arrives, with the status
+ * koma reports (normally `"interrupted"`). Iterating again goes on from
+ * where the last loop stopped.
+ *
+ * Only `client.turn()` makes one: it is a type with no constructor. (Its
+ * `extends` is in its name because napi-rs objects cannot have symbol keys.)
+ */
+export interface Turn extends AsyncIterable<EventItem> {
+  /**
+   * The turn id, once `submit` (or `interrupt_and_submit`) has answered.
+   * Rejects as the submit does (for example remote `busy`).
+   */
+  readonly id: Promise<string>
+  /**
+   * The turn's result, once its `turn_finished` has arrived. Rejects with
+   * `aborted` or `timeout` (after the agent was interrupted), with
+   * `invalid_params` if `onApproval` failed (after the turn finished), or
+   * with the client's error if it failed first; the first three carry the
+   * result so far as `result`.
+   */
+  readonly result: Promise<TurnResult>
+  /** Interrupt this turn if it is still running (nothing is written otherwise). */
+  readonly interrupt: () => Promise<void>
 }
 
 /** Data of `turn_finished`. */
@@ -426,13 +463,25 @@ export interface TurnOptions {
   /**
    * Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
    * a function of the request that returns one (or a promise of one), and
-   * may take as long as a person needs. A function that throws or rejects
-   * denies, and the result then rejects with its error.
+   * may take as long as a person needs. A function that throws, rejects or
+   * returns anything else denies, and the turn then fails with
+   * `invalid_params` (its `cause` is what the function threw) once it has
+   * finished: its iterator throws that error after the turn's events, and
+   * its result rejects with it.
    */
   onApproval?: 'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)
-  /** Interrupts the agent when aborted; the result rejects with `aborted`. */
+  /**
+   * Interrupts the agent when aborted; the result then rejects with
+   * `aborted` (`timeout` for a `TimeoutError` reason), the signal's reason
+   * as its `cause` and the result so far as its `result`, once the turn
+   * has finished.
+   */
   signal?: AbortSignal
-  /** Milliseconds after which the agent is interrupted; the result rejects with `timeout`. */
+  /**
+   * Milliseconds after which the agent is interrupted; the result then
+   * rejects with `timeout`, the result so far as its `result`, once the
+   * turn has finished.
+   */
   timeout?: number
 }
 

@@ -84,7 +84,8 @@ test("NAPI_RS_NATIVE_LIBRARY_PATH: a bundle without the .node file loads the add
   copyFileSync(outfile, join(moved, "app.cjs"));
   const without = runBundle(join(moved, "app.cjs"), moved);
   assert.notEqual(without.status, 0, "without the variable there is no addon to load");
-  assert.match(without.stderr, /Cannot find native binding/);
+  assert.match(without.stderr, /ERR_KOMA_SDK_NO_ADDON/);
+  assert.match(without.stderr, /install @koma\/sdk-/, "the error names the platform package to install");
   const r = runBundle(join(moved, "app.cjs"), moved, { NAPI_RS_NATIVE_LIBRARY_PATH: join(addonDir, NODE_FILE) });
   assertTurn(r, "NAPI_RS_NATIVE_LIBRARY_PATH");
 });

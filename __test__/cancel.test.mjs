@@ -43,3 +43,27 @@ test("a late answer to an aborted call is ignored; the next call gets its own an
   process.kill(client.pid, "SIGUSR1"); // the sim sends every held answer, the aborted one too
   assert.equal((await second).model, "second");
 });
+
+test("an aborted call keeps its signal's reason as cause; AbortSignal.timeout() is reported as timeout", { timeout: 30000 }, async (t) => {
+  const client = simClient(t, { faults: "never_answer" });
+  await client.probe();
+  const why = new Error("the user left");
+  const ac = new AbortController();
+  const written = client.state({ signal: ac.signal });
+  ac.abort(why);
+  const aborted = await rejection(written);
+  assert.equal(aborted.code, "aborted");
+  assert.equal(aborted.cause, why);
+  const timedOut = await rejection(client.state({ signal: AbortSignal.timeout(20) }));
+  assert.equal(timedOut.code, "timeout", timedOut.message);
+  assert.equal(timedOut.cause?.name, "TimeoutError");
+  // Already aborted: rejected at once, nothing written, the reason kept.
+  const before = await rejection(client.submit({ text: "never sent" }, { signal: AbortSignal.abort(why) }));
+  assert.equal(before.code, "aborted");
+  assert.equal(before.cause, why);
+  const defaultReason = new AbortController();
+  defaultReason.abort();
+  const plain = await rejection(client.state({ signal: defaultReason.signal }));
+  assert.equal(plain.code, "aborted", "abort() without a reason gives an AbortError reason");
+  assert.equal(plain.cause?.name, "AbortError");
+});

@@ -2,7 +2,8 @@
 // resume, close. Fault switches are in faults*.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, SIM, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
+import { spawnSync } from "node:child_process";
+import { Client, SIM, sdk, simClient, tempHome, rejection, eventsUntil, alive, root, runNode } from "./helpers.mjs";
 
 const finished = (turn) => (e) => e.type === "event" && e.name === "turn_finished" && e.data.turn === turn;
 const names = (items) => items.filter((e) => e.type === "event").map((e) => e.name);
@@ -251,4 +252,89 @@ test("a script that forgets close() still exits once nothing is pending, and the
   assert.ok(pid > 0);
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
   assert.equal(alive(pid), false, "PR_SET_PDEATHSIG or the finalizer stopped koma");
+});
+
+test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fails new Client with invalid_params", { timeout: 60000 }, () => {
+  const script = `
+    const { Client } = require(${JSON.stringify(root + "/index.js")});
+    (async () => {
+      let c;
+      try {
+        c = new Client({ executable: ${JSON.stringify(SIM)}, env: { KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: ${JSON.stringify(tempHome())} } });
+      } catch (e) {
+        console.log(JSON.stringify({ code: e.code, message: e.message }));
+        return;
+      }
+      const st = await c.state();
+      await c.close();
+      console.log(JSON.stringify({ status: st.status }));
+    })();`;
+  for (const mode of ["auto", "no-pidfd", "portable", ""]) {
+    const r = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, KOMA_SDK_SPAWN: mode } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { status: "idle" }, `KOMA_SDK_SPAWN=${mode}`);
+  }
+  const r = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, KOMA_SDK_SPAWN: "pidfd-please" } });
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.code, "invalid_params");
+  assert.match(out.message, /KOMA_SDK_SPAWN="pidfd-please".*auto, no-pidfd or portable/);
+});
+
+test("unknown option keys are invalid_params naming the key, and nothing is written", async (t) => {
+  const client = simClient(t);
+  await client.create({});
+  const misplaced = await rejection(client.submit({ text: "hi" }, { onApproval: "allow" }));
+  assert.equal(misplaced.code, "invalid_params");
+  assert.match(misplaced.message, /`onApproval` is an option of turn\(\) and run\(\)/);
+  const unknown = await rejection(client.state({ foo: 1 }));
+  assert.equal(unknown.code, "invalid_params");
+  assert.match(unknown.message, /unknown option `foo`/);
+  const misspelt = await rejection(client.run({ text: "hi" }, { onApproval: "allow", signl: AbortSignal.timeout(1000) }));
+  assert.equal(misspelt.code, "invalid_params");
+  assert.match(misspelt.message, /unknown option `signl`/);
+  const turn = client.turn({ text: "hi" }, { onApproval: "allow", deadline: 5 });
+  const bad = await rejection(turn.result);
+  assert.equal(bad.code, "invalid_params");
+  assert.match(bad.message, /unknown option `deadline`/);
+  assert.equal((await rejection(turn.id)).code, "invalid_params");
+  assert.throws(() => new Client({ executable: SIM, tarce: true }), (e) => e.code === "invalid_params" && /unknown option `tarce`/.test(e.message));
+  // Nothing was written: no turn ran, and the next one is the session's first.
+  assert.equal((await client.state()).turn, null);
+  assert.equal((await client.submit({ text: "now" })).turn, "t-1");
+});
+
+test("a method called without its client rejects with invalid_params (turn() and events() throw it), not a TypeError", async (t) => {
+  const client = simClient(t);
+  const { state, submit, close } = client;
+  let pending;
+  assert.doesNotThrow(() => (pending = state()), "no synchronous throw");
+  const e = await rejection(pending);
+  assert.equal(e.code, "invalid_params");
+  assert.match(e.message, /Client\.state\(\) was called without its client: call it on the client/);
+  assert.equal((await rejection(submit({ text: "never sent" }))).code, "invalid_params");
+  assert.equal((await rejection(close.call({}))).code, "invalid_params");
+  const { turn, events } = client;
+  assert.throws(() => turn({ text: "never sent" }), (err) => err.code === "invalid_params" && /Client\.turn\(\)/.test(err.message));
+  assert.throws(() => events(), (err) => err.code === "invalid_params");
+  assert.equal(client.pid, null, "nothing started");
+  // On its client, the same function works; create is still allowed as the
+  // first request, so nothing was written before.
+  const { create } = client;
+  assert.equal(typeof (await create.call(client, {})).session, "string");
+  assert.equal((await state.call(client)).status, "idle");
+});
+
+test("isKomaError tells the package's errors from others", async (t) => {
+  const { isKomaError } = sdk;
+  const client = simClient(t);
+  const e = await rejection(client.state({ timeout: "soon" }));
+  assert.equal(isKomaError(e), true);
+  const remote = await rejection(client.submit({ text: "no session yet" }));
+  assert.equal(remote.code, "remote");
+  assert.equal(isKomaError(remote), true);
+  assert.equal(isKomaError(new Error("plain")), false);
+  assert.equal(isKomaError(Object.assign(new Error("a system error"), { code: "ENOENT" })), false);
+  assert.equal(isKomaError({ code: "timeout", message: "not an Error" }), false);
+  assert.equal(isKomaError(undefined), false);
+  assert.equal(isKomaError("timeout"), false);
 });

@@ -2,7 +2,8 @@
 // (src/turn.js) against a fake `pull` and a fake client: one pull per batch,
 // the shared counters, overflow revoking a batch, waiting, errors, return(),
 // and what a Turn takes from the queue and when it counts as taken. The same
-// sources the binding compiles, run here with vm.
+// sources the binding compiles, run here with vm; the turn layer gets a fake
+// `send` (the call layer's) and the queue's router, as the addon gives it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import vm from "node:vm";
 import { root, simClient } from "./helpers.mjs";
 
 const makeStream = vm.runInThisContext(readFileSync(join(root, "src", "events.js"), "utf8"), { filename: "events.js" });
-const turnLayer = vm.runInThisContext(readFileSync(join(root, "src", "turn.js"), "utf8"), { filename: "turn.js" })();
+const turnLayer = vm.runInThisContext(readFileSync(join(root, "src", "turn.js"), "utf8"), { filename: "turn.js" });
 
 /** A stream over a queue of what `pull` returns, with shared counters in a permuted layout. */
 function harness() {
@@ -108,43 +109,31 @@ test("stack traces through the iterator name its source", async (t) => {
   assert.match(fatal.stack, /@koma\/sdk\/events\.js/);
 });
 
-/** A client as the turn layer sees it: submit answers `t-1` when told to. */
-function fakeClient() {
+/** The call layer as the turn layer sees it (`send`): submit answers `t-1` when told to. */
+function fakeSend() {
   const calls = [];
   let answerSubmit;
-  return {
-    calls,
-    answer: (turn) => answerSubmit({ turn }),
-    submit(params) {
-      calls.push(["submit", params]);
-      return new Promise((r) => (answerSubmit = r));
-    },
-    interruptAndSubmit(params) {
-      calls.push(["interrupt_and_submit", params]);
-      return new Promise((r) => (answerSubmit = r));
-    },
-    approve(params) {
-      calls.push(["approve", params]);
-      return Promise.resolve({});
-    },
-    interrupt() {
-      calls.push(["interrupt"]);
-      return Promise.resolve({ turn: "t-1" });
-    },
-    state() {
-      calls.push(["state"]);
-      return Promise.resolve({ turn: "t-1", status: "running" });
-    },
+  const answers = {
+    submit: () => new Promise((r) => (answerSubmit = r)),
+    interrupt_and_submit: () => new Promise((r) => (answerSubmit = r)),
+    approve: () => Promise.resolve({}),
+    interrupt: () => Promise.resolve({ turn: "t-1" }),
+    state: () => Promise.resolve({ turn: "t-1", status: "running" }),
   };
+  const send = (method, params) => {
+    calls.push(params === undefined ? [method] : [method, params]);
+    return answers[method]();
+  };
+  return { calls, send, answer: (turn) => answerSubmit({ turn }) };
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
 
 test("a Turn's events count against the bound until its reader takes them; the rest stay for events()", async () => {
   const h = harness();
-  const client = fakeClient();
-  const turn = turnLayer.makeTurn(client, h.router, { text: "hi" }, {});
-  const reader = turn.iterator();
+  const client = fakeSend();
+  const turn = turnLayer.makeTurn(client.send, h.router, { text: "hi" }, { mode: "submit" });
+  const reader = turn[Symbol.asyncIterator]();
   // Before submit answers, nothing is routed (whose would they be?).
   h.queue.push([...ev(1, "t-1", "turn_started"), ...ev(2, "t-1", "state"), ...ev(3, "t-1"), ...ev(4, "t-0", "output", 40)]);
   h.settle();
@@ -176,8 +165,8 @@ test("a Turn's events count against the bound until its reader takes them; the r
 
 test("a Turn nobody reads stops counting its events once its turn has finished", async () => {
   const h = harness();
-  const client = fakeClient();
-  const turn = turnLayer.makeTurn(client, h.router, { text: "hi" }, {});
+  const client = fakeSend();
+  const turn = turnLayer.makeTurn(client.send, h.router, { text: "hi" }, { mode: "submit" });
   client.answer("t-1");
   await tick();
   h.queue.push([...ev(1, "t-1", "turn_started"), ...ev(2, "t-1")]);
@@ -190,7 +179,7 @@ test("a Turn nobody reads stops counting its events once its turn has finished",
   assert.equal(h.shared[h.layout.TAKEN], 3, "finished and unread: no longer counted");
   assert.equal((await turn.result).events, 3);
   const late = [];
-  for await (const item of { [Symbol.asyncIterator]: () => turn.iterator() }) late.push(item.seq);
+  for await (const item of turn) late.push(item.seq);
   assert.deepEqual(late, [1, 2, 3], "a late reader still gets them");
   assert.equal(h.shared[h.layout.TAKEN], 3, "and they are not counted twice");
 });

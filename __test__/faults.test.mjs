@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 
-import { Client, alive, eventsUntil, rejection, simClient } from "./helpers.mjs";
+import { Client, SIM, alive, eventsUntil, rejection, simClient } from "./helpers.mjs";
 
 const T = { timeout: 30000 };
 const MAX_FRAME = 41943040;
@@ -124,6 +124,30 @@ test("no_hello: probe times out, nothing is written, close stops the child", T, 
   assert.ok(gone(pid), "the child is gone after close");
   assert.ok(client.stderr.includes("koma-sim: bytes read: 0"), `stderr: ${client.stderr}`);
   assert.ok(!client.stderr.includes("wrote"), `stderr: ${client.stderr}`);
+});
+
+test("helloTimeout: a child that reads stdin and never writes fails the client with transport_failure naming it", {
+  timeout: 10000,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "koma-mute-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, "mute-koma");
+  writeFileSync(file, "#!/bin/sh\nexec cat > /dev/null\n");
+  chmodSync(file, 0o755);
+  const client = new Client({ executable: file, helloTimeout: 200 });
+  t.after(() => client.close());
+  const err = await rejection(client.probe());
+  assertCode(err, "transport_failure", "probe:");
+  assert.ok(err.message.includes(file), `the message names the executable: ${err.message}`);
+  assert.match(err.message, /hello/, "the message says no hello came");
+  assertCode(await rejection(client.state()), "transport_failure", "a later call:");
+});
+
+test("helloTimeout is milliseconds or null; anything else is invalid_params at new Client", () => {
+  for (const bad of [-1, "5000", Infinity, NaN, {}]) {
+    assert.throws(() => new Client({ executable: SIM, helloTimeout: bad }), (e) => e.code === "invalid_params" && /`helloTimeout`/.test(e.message), String(bad));
+  }
+  for (const ok of [null, undefined, 0, 250]) new Client({ executable: SIM, helloTimeout: ok });
 });
 
 for (const fault of ["protocol_2", "protocol_string", "protocol_missing"]) {

@@ -1,5 +1,5 @@
 // Shared helpers of the Node tests: every test drives a real koma-sim child.
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,8 +7,28 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-export const { Client } = require(join(root, "index.js"));
+/** The package, as `require("@koma/sdk")` gives it. */
+export const sdk = require(join(root, "index.js"));
+export const { Client } = sdk;
 export const SIM = join(root, "bin", "koma-sim");
+
+/**
+ * The addon built with the `testing` feature (`node scripts/build.mjs
+ * --testing`): fault injection and `__census()`. A test loads it in a child
+ * process, through the package's loader, with this environment.
+ */
+export const TESTING_ADDON = join(root, "koma-sdk.testing.node");
+export function testingEnv() {
+  if (!existsSync(TESTING_ADDON)) throw new Error(`${TESTING_ADDON} is missing: run \`node scripts/build.mjs --testing\``);
+  return { NAPI_RS_NATIVE_LIBRARY_PATH: TESTING_ADDON };
+}
+
+/**
+ * Set when the suite runs on the portable Unix spawn path (what macOS uses):
+ * a guarantee only Linux gives is skipped there, with this reason.
+ */
+export const linuxOnly = (what) =>
+  process.env.KOMA_SDK_SPAWN === "portable" ? `${what} is Linux's (PR_SET_PDEATHSIG); the portable spawn path does not give it` : false;
 
 const homes = [];
 process.on("exit", () => {

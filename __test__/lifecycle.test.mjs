@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, SIM, root, tempHome, simClient, rejection, childPids, openFds, groupAlive, runScript } from "./helpers.mjs";
+import { Client, SIM, root, tempHome, simClient, rejection, childPids, openFds, groupAlive, runScript, testingEnv } from "./helpers.mjs";
 
 const INDEX = JSON.stringify(join(root, "index.js"));
 const simEnv = (more = {}) => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome(), ...more });
@@ -137,7 +137,7 @@ test("4: when converting an answer fails, that call is rejected and every other 
       await c.close();
       console.log(JSON.stringify({ outcomes, later }));
     })();
-  `, { env: { KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }, timeout: 50000 });
+  `, { env: { ...testingEnv(), KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }, timeout: 50000 });
   assert.equal(r.code, 0, `the process exits by itself: ${r.err}`);
   const { outcomes, later } = JSON.parse(r.out);
   assert.equal(outcomes.length, 8, "all eight settled");
@@ -204,7 +204,7 @@ test("7: a call's deadline is cancelled when the call settles, and keeps nothing
       }
       console.log(JSON.stringify({ afterEach, base, left }));
     })();
-  `, { flags: ["--expose-gc"] });
+  `, { flags: ["--expose-gc"], env: testingEnv() });
   assert.equal(r.code, 0, r.err);
   const { afterEach, base, left } = JSON.parse(r.out);
   assert.ok(afterEach.every((n) => n === 0), `deadlines still running right after their calls settled: ${afterEach}`);
@@ -234,7 +234,7 @@ test("8: koma's process group is never signalled after koma was reaped", { timeo
           console.log(JSON.stringify({ node: process.pid, pid: c.pid }));
           ${body}
         })();
-      `, { env: { LD_PRELOAD: shim, SIGNAL_LOG: log, KOMA_SDK_NO_PIDFD: pidfd ? "" : "1" } });
+      `, { env: { LD_PRELOAD: shim, SIGNAL_LOG: log, KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } });
       const label = `${what} (pidfd ${pidfd ? "on" : "off"})`;
       assert.equal(r.code, 0, `${label}: ${r.err}`);
       const { node, pid } = JSON.parse(r.out);

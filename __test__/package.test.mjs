@@ -232,3 +232,19 @@ test("the checks of a tarball catch a package with the wrong contents", { timeou
   const bad = release.pack(mainDir, join(work, "main"));
   assert.throws(() => release.checkMain(bad, { targets }), /carries koma-sdk\..*\.node, which is not in package.json's files|carries a platform binary/);
 });
+
+test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, naming the package, its error first", { timeout: 60000 }, (t) => {
+  const dir = workDir(t, "koma-no-addon-");
+  for (const f of ["index.js", "binding.js", "package.json"]) copyFileSync(join(root, f), join(dir, f));
+  const r = spawnSync(process.execPath, ["-e", `
+    try { require(${JSON.stringify(dir)}); console.log("loaded"); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause && e.cause.message })); }
+  `], { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } });
+  assert.equal(r.status, 0, r.stderr);
+  const e = JSON.parse(r.stdout);
+  const pkg = `@koma/sdk-${platform}`;
+  assert.equal(e.code, "ERR_KOMA_SDK_NO_ADDON");
+  assert.ok(e.message.includes(`install ${pkg}`), e.message);
+  assert.ok(e.cause.includes(pkg), `the first cause is the platform package's: ${e.cause}`);
+  assert.doesNotMatch(e.cause, /wasm32/);
+});

@@ -5,7 +5,10 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
-import { SIM, root, tempHome, alive, simClient, rejection, eventsError } from "./helpers.mjs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SIM, root, tempHome, alive, simClient, rejection, eventsError, linuxOnly, testingEnv } from "./helpers.mjs";
 
 const INDEX = JSON.stringify(`${root}/index.js`);
 const simEnv = () => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() });
@@ -20,9 +23,9 @@ function runScript(script, env = {}) {
   return spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 60000 });
 }
 
-// A panic in the core's reader is tested in Rust (crates/koma-transport/tests/faults.rs):
-// the core's faults exist only in a build with its `testing` feature, never in this addon.
+// Through the addon built with the `testing` feature (the published one has no such hook).
 for (const [where, call, what] of [
+  ["reader", "probe", "a panic in the reader task becomes a rejected promise, not a crash"],
   ["wake", "state", "a panic while delivering results rejects what is outstanding, not a crash"],
 ]) {
   test(what, { timeout: 30000 }, () => {
@@ -30,11 +33,30 @@ for (const [where, call, what] of [
       const { Client } = require(${INDEX});
       const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
       c.${call}().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
-    `, { KOMA_SDK_TEST_PANIC: where });
+    `, { ...testingEnv(), KOMA_SDK_TEST_PANIC: where });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
   });
 }
+
+test("the published addon has no test hooks: with every test variable set, a round trip works", { timeout: 60000 }, () => {
+  const script = `
+    const { Client, __census } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+    (async () => {
+      const hello = await c.probe();
+      const created = await c.create({});
+      const states = await Promise.all([c.state(), c.state(), c.state()]);
+      await c.close();
+      console.log(JSON.stringify({ protocol: hello.protocol, session: typeof created.session, states: states.map((s) => s.status), census: typeof __census }));
+    })().catch((e) => { console.log("failed", e.code, e.message); process.exitCode = 1; });
+  `;
+  for (const vars of [{ KOMA_SDK_TEST_PANIC: "wake" }, { KOMA_SDK_TEST_PANIC: "reader" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:1" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }]) {
+    const r = runScript(script, { ...vars, NAPI_RS_NATIVE_LIBRARY_PATH: "" });
+    assert.equal(r.status, 0, `${JSON.stringify(vars)}: exit ${r.status ?? r.signal}; ${r.stdout} ${r.stderr}`);
+    assert.deepEqual(JSON.parse(r.stdout), { protocol: 1, session: "string", states: ["idle", "idle", "idle"], census: "undefined" }, JSON.stringify(vars));
+  }
+});
 
 const workerSource = `
   const { parentPort, workerData } = require("node:worker_threads");
@@ -87,7 +109,7 @@ test("terminating a Worker with requests in flight neither crashes Node nor leav
   await c.close();
 });
 
-test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000 }, async () => {
+test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000, skip: linuxOnly("koma's death with a SIGKILLed parent") }, async () => {
   const child = spawn(process.execPath, ["-e", `
     const { Client } = require(${INDEX});
     const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
@@ -120,6 +142,26 @@ test("tracing prints every frame both ways and every stderr line, only when on",
   assert.doesNotMatch(off.stderr, /\[koma-sdk\]/);
   const option = runScript(script.replace("env: {", "trace: true, env: {"));
   assert.match(option.stderr, /\[koma-sdk\] -> /);
+});
+
+test("the trace prints whole stderr lines, even one written in two pieces", {
+  timeout: 30000,
+}, (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "koma-split-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const wrapper = join(dir, "split-koma");
+  // Half a line, a pause the drain reads in, the rest: two writes, then koma-sim.
+  writeFileSync(wrapper, `#!/bin/sh\nprintf 'one line in ' >&2\nsleep 0.2\nprintf 'two writes\\n' >&2\nexec ${JSON.stringify(SIM)} "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  const r = runScript(`
+    const { Client } = require(${INDEX});
+    const c = new Client({ executable: ${JSON.stringify(wrapper)}, trace: true, env: ${JSON.stringify(simEnv())} });
+    c.probe().then(() => c.close());
+  `);
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stderr.split("\n").filter((l) => l.startsWith("[koma-sdk] stderr"));
+  assert.ok(lines.includes("[koma-sdk] stderr one line in two writes"), `trace lines: ${JSON.stringify(lines)}`);
+  assert.ok(!lines.includes("[koma-sdk] stderr one line in "), "no half line");
 });
 
 test("the child's environment is the parent's plus `env`, and arguments are exactly sdk serve", { timeout: 30000 }, async (t) => {

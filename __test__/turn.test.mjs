@@ -81,25 +81,41 @@ test("run(): an async handler may take its time; the turn waits for it", async (
   assert.equal(r.status, "completed");
 });
 
-test("a handler that throws denies, and the result rejects with its error after turn_finished", async (t) => {
+test("a handler that throws denies; the loop over the Turn throws invalid_params (cause: its error) after the turn's events", async (t) => {
   const c = simClient(t);
   await c.create({});
   const boom = new Error("the prompt crashed");
   const turn = c.turn({ text: "write notes.txt" }, { onApproval: () => { throw boom; } });
-  const items = await drain(turn);
-  assert.equal(names(items).at(-1), "turn_finished", "the turn ran to its end");
+  const items = [];
+  let thrown;
+  try {
+    for await (const item of turn) items.push(item);
+  } catch (e) {
+    thrown = e;
+  }
+  assert.ok(thrown, "a user who only loops over the Turn sees the failure");
+  assert.equal(thrown.code, "invalid_params");
+  assert.equal(thrown.cause, boom);
+  assert.match(thrown.message, /onApproval threw.*the prompt crashed/);
+  assert.equal(names(items).at(-1), "turn_finished", "after the turn ran to its end");
   const denied = items.find((i) => i.name === "tool_result");
   assert.equal(denied.data.error, true, "the approval was denied");
-  assert.equal(await rejection(turn.result), boom);
+  assert.equal(await rejection(turn.result), thrown, "the result rejects with the same error");
   assert.equal((await c.state()).status, "idle");
 });
 
-test("a handler that answers something else denies, and the result rejects with invalid_params", async (t) => {
+test("a handler that answers something else denies, and the loop and the result fail with invalid_params", async (t) => {
   const c = simClient(t);
   await c.create({});
   const e = await rejection(c.run({ text: "fix notes.txt" }, { onApproval: async () => "yes" }));
   assert.equal(e.code, "invalid_params");
   assert.match(e.message, /onApproval returned "yes"/);
+  const rejecting = c.turn({ text: "fix notes.txt" }, { onApproval: () => Promise.reject(new Error("no prompt")) });
+  const thrown = await rejection((async () => {
+    for await (const _ of rejecting);
+  })());
+  assert.equal(thrown.code, "invalid_params");
+  assert.equal(thrown.cause.message, "no prompt");
 });
 
 test("turn() without onApproval yields approval_requested and the application answers", async (t) => {
@@ -281,4 +297,63 @@ test("events() beside Turns: over random sessions, every event reaches exactly o
     }
     assert.ok(seenByTurns.length > 0 || seenByEvents.length > 0);
   }
+});
+
+test("an aborted run() keeps the signal's reason as cause and what the turn got so far as err.result", async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const why = new Error("the user pressed Escape");
+  const ac = new AbortController();
+  const e = await rejection(c.run({ text: "fix notes.txt" }, {
+    signal: ac.signal,
+    onApproval: () => {
+      ac.abort(why); // while the agent waits for this answer
+      return new Promise(() => {});
+    },
+  }));
+  assert.equal(e.code, "aborted");
+  assert.equal(e.cause, why);
+  assert.equal(e.result.status, "interrupted", "the agent was interrupted and its turn_finished came");
+  assert.match(e.result.turn, /^t-\d+$/);
+  assert.equal(e.result.toolCalls.length, 1);
+  assert.equal(e.result.toolCalls[0].tool, "write_file");
+  assert.equal(typeof e.result.output, "string");
+  assert.ok(e.result.events >= 3);
+  assert.equal((await c.state()).status, "idle");
+});
+
+test("a turn whose signal is AbortSignal.timeout() fails with timeout, the TimeoutError as cause", async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const turn = c.turn({ text: "fix notes.txt" }, { signal: AbortSignal.timeout(50), onApproval: () => new Promise(() => {}) });
+  const e = await rejection(turn.result);
+  assert.equal(e.code, "timeout", e.message);
+  assert.equal(e.cause?.name, "TimeoutError");
+  assert.equal(e.result.status, "interrupted");
+  const timed = await rejection(c.run({ text: "fix notes.txt" }, { timeout: 50, onApproval: () => new Promise(() => {}) }));
+  assert.equal(timed.code, "timeout");
+  assert.equal(timed.result.toolCalls[0].tool, "write_file", "the `timeout` option keeps the result so far too");
+});
+
+test("break out of a Turn's loop interrupts the turn; its result settles with koma's status", { timeout: 30000 }, async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const turn = c.turn({ text: "fix notes.txt" }); // waits on an approval the loop does not answer
+  let asked;
+  for await (const item of turn) {
+    if (item.name === "approval_requested") {
+      asked = item;
+      break;
+    }
+  }
+  assert.ok(asked, "the loop saw the approval request");
+  const r = await turn.result;
+  assert.equal(r.status, "interrupted", "koma's turn_finished says it was interrupted");
+  const st = await c.state();
+  assert.equal(st.status, "idle");
+  assert.equal(st.turn, null, "the agent really stopped");
+  // A loop that runs to the end interrupts nothing.
+  const whole = c.turn({ text: "hello" }, { onApproval: "deny" });
+  for await (const _ of whole);
+  assert.equal((await whole.result).status, "completed");
 });

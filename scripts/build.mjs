@@ -1,4 +1,5 @@
-// Build the addon (and regenerate index.js / index.d.ts) and the koma-sim binary.
+// Build the addon (and regenerate its loader binding.js and the typings
+// index.d.ts; index.js, the entry, is written by hand) and the koma-sim binary.
 //   node scripts/build.mjs                  build both for this machine (release);
 //                                           koma-sim is copied to bin/koma-sim
 //   node scripts/build.mjs --if-needed      skip when the outputs exist (for `npm run demo`)
@@ -9,7 +10,13 @@
 //                                           the addon through `napi build -x`
 //                                           (cargo-zigbuild, needs zig): a musl addon
 //                                           from a glibc machine
-import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
+//   node scripts/build.mjs --testing        only the addon with the `testing` feature
+//                                           (fault injection, `__census`), as
+//                                           koma-sdk.testing.node beside the real one;
+//                                           the tests that inject faults load it. Its
+//                                           own target dir, so the two builds never
+//                                           overwrite each other's artifacts.
+import { copyFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { root, run, rustHost } from "./lib/repo.mjs";
 
@@ -26,6 +33,16 @@ const host = rustHost();
 const target = argv.includes("--target") ? argv[argv.indexOf("--target") + 1] : host;
 if (!target || target.startsWith("--")) throw new Error("--target needs a Rust target triple");
 
+if (argv.includes("--testing")) {
+  const dir = join(root, "target", "testing");
+  run("cargo", ["build", "--release", "-p", "koma-sdk-node", "--features", "testing", "--target", target, "--target-dir", dir]);
+  const lib = process.platform === "darwin" ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
+  const out = join(root, "koma-sdk.testing.node");
+  copyFileSync(join(dir, target, "release", lib), `${out}.tmp`);
+  renameSync(`${out}.tmp`, out);
+  process.exit(0);
+}
+
 run(process.execPath, [
   join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
   "build",
@@ -33,8 +50,11 @@ run(process.execPath, [
   "--release",
   "--target",
   target,
+  "--js",
+  "binding.js",
   ...(argv.includes("--cross-compile") ? ["--cross-compile"] : []),
 ]);
+stripLoaderTypings(join(root, "index.d.ts"));
 run("cargo", ["build", "--release", "-p", "koma-sim", "--target", target]);
 if (target === host) {
   mkdirSync(join(root, "bin"), { recursive: true });
@@ -42,4 +62,17 @@ if (target === host) {
   copyFileSync(join(root, "target", target, "release", exe), `${simOut}.tmp`);
   chmodSync(`${simOut}.tmp`, 0o755);
   renameSync(`${simOut}.tmp`, simOut);
+}
+
+/**
+ * The napi CLI declares the generated loader's `__napiBindingTarget` in the
+ * typings (there is no option against it); it is the loader's metadata, not
+ * this package's API, so it leaves the public typings here. `npm test`'s
+ * check that the committed typings are what the build makes covers this step.
+ */
+function stripLoaderTypings(file) {
+  const text = readFileSync(file, "utf8");
+  const stripped = text.replace(/\/\*\*(?:(?!\*\/)[\s\S])*\*\/\nexport declare const __napiBindingTarget:[^\n]*\n\n?/, "");
+  if (stripped.includes("__napiBindingTarget")) throw new Error(`${file}: could not remove the declaration of __napiBindingTarget`);
+  if (stripped !== text) writeFileSync(file, stripped);
 }

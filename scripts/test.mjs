@@ -1,7 +1,10 @@
 // `npm test`: formatting and lints of the Rust code and of the JavaScript
-// (`npm run lint`), cargo tests, the build, a check that the committed
-// index.js and index.d.ts are what the build generates, `npm run release:dry`
-// on that build, the Node tests (a count of zero fails), the typings under
+// (`npm run lint`), the arrows between source files (no cycles), cargo tests,
+// the build, a check that the committed binding.js and index.d.ts are what
+// the build generates, `npm run release:dry` on that build, the addon with
+// the `testing` feature (for the tests that inject faults), the Node tests (a
+// count of zero fails), the same again on the portable spawn path
+// (KOMA_SDK_SPAWN=portable, what macOS uses), the typings under
 // `tsc --strict`, and a smoke run of the benchmark.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,14 +29,18 @@ run("cargo", ["fmt", "--all", "--check"]);
 step("biome check (the JavaScript's formatting and lints: `npm run lint`; `npm run format` fixes the formatting)");
 run(process.execPath, [join(root, "node_modules", "@biomejs", "biome", "bin", "biome"), "check", "--error-on-warnings"]);
 
+step("the arrows between source files (scripts/check-deps.mjs)");
+run(process.execPath, [join(root, "scripts", "check-deps.mjs")]);
+
 step("cargo clippy (every crate and target, warnings denied)");
 run("cargo", ["clippy", "--release", "--target", host, "--workspace", "--all-targets", "--", "-D", "warnings"]);
+run("cargo", ["clippy", "--release", "--target", host, "-p", "koma-sdk-node", "--features", "testing", "--", "-D", "warnings"]);
 
 step("cargo test (core, simulator)");
-run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim"]);
+run("cargo", ["test", "--release", "--target", host, "-p", "koma-transport", "-p", "koma-sim", "--features", "koma-transport/testing"]);
 
 step("build");
-const generated = ["index.js", "index.d.ts"];
+const generated = ["binding.js", "index.d.ts"];
 const before = Object.fromEntries(generated.map((f) => [f, readFileSync(join(root, f), "utf8")]));
 run(process.execPath, [join(root, "scripts", "build.mjs")]);
 for (const f of generated) {
@@ -42,18 +49,26 @@ for (const f of generated) {
     process.exit(1);
   }
 }
-console.log("index.js and index.d.ts match the build");
+console.log(`${generated.join(" and ")} match the build`);
 
 step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
 run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
 
-step("node tests");
-const node = runNodeTests();
-if (!node.ok) {
-  console.error(`node tests: ${node.tests} tests, ${node.pass} passed, ${node.fail} failed (exit ${node.status})`);
-  process.exit(1);
+step("the addon with the testing feature (koma-sdk.testing.node)");
+run(process.execPath, [join(root, "scripts", "build.mjs"), "--testing"]);
+
+let pass = 0;
+let fail = 0;
+for (const spawn of ["auto", "portable"]) {
+  step(`node tests (KOMA_SDK_SPAWN=${spawn})`);
+  const node = runNodeTests({ env: { ...process.env, KOMA_SDK_SPAWN: spawn } });
+  if (!node.ok) {
+    console.error(`node tests (${spawn}): ${node.tests} tests, ${node.pass} passed, ${node.fail} failed (exit ${node.status})`);
+    process.exit(1);
+  }
+  pass += node.pass;
+  fail += node.fail;
 }
-const { pass, fail } = node;
 
 step("typings (tsc --strict)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);

@@ -1,78 +1,96 @@
-//! A call from JavaScript: its options (`{signal?, timeout?}`), its promise,
-//! and the abort listener on its signal. The listener is attached before the
-//! request is written: if attaching fails, nothing is written.
+//! The call layer: a call from JavaScript becomes a promise, its options are
+//! read (`options.rs`), its params are stringified, and its `abort` listener
+//! is attached before anything is written (if attaching fails, nothing is).
+//! The client's methods and the turn layer's `send` both call through here.
 
 use std::rc::{Rc, Weak};
-use std::time::Duration;
 
 use koma_transport::{ErrorCode, KomaError};
-use napi::sys;
+use napi::bindgen_prelude::Unknown;
+use napi::ValueType;
 
-use crate::delivery::{Call, Ctx};
-use crate::handles::{function, Deferred, OwnedRef};
-use crate::js::{Js, Value};
+use crate::abort::{aborted, AbortListener};
+use crate::context::{Call, Ctx};
+use crate::handles::{function, Deferred, Js, OwnedRef};
+use crate::options::{call_options, duration};
+use crate::types::CallOptions;
+use crate::values::{as_string, is_nullish, kind, thrown};
 
-/// What a call's optional last argument holds.
-pub struct CallOpts {
-    pub signal: Option<Value>,
-    pub timeout: Option<Duration>,
+/// How a call started.
+pub enum Started<'e> {
+    /// Its completion will come for its token.
+    Waiting,
+    /// Settled at once with this value.
+    Now(Unknown<'e>),
 }
 
-impl CallOpts {
-    pub const NONE: CallOpts = CallOpts { signal: None, timeout: None };
+/// A promise rejected now with `e`.
+pub fn rejected<'e>(js: Js<'e>, ctx: &Ctx, e: &KomaError) -> napi::Result<Unknown<'e>> {
+    let (d, p) = Deferred::new(js, &ctx.env.life)?;
+    d.reject_with(js, e, None, None);
+    Ok(p)
+}
 
-    pub fn parse(js: Js, v: Option<Value>) -> Result<CallOpts, KomaError> {
-        let bad = |why: &str| KomaError::new(ErrorCode::InvalidParams, format!("options: {why}"));
-        let mut opts = CallOpts::NONE;
-        let Some(v) = v else { return Ok(opts) };
-        if js.is_nullish(v).unwrap_or(true) {
-            return Ok(opts);
-        }
-        if js.type_of(v).ok() != Some(sys::ValueType::napi_object) {
-            return Err(bad("must be an object { signal?, timeout? }"));
-        }
-        let signal = js.get(v, "signal").map_err(|_| bad("unreadable signal"))?;
-        if !js.is_nullish(signal).unwrap_or(true) {
-            let add = js.get(signal, "addEventListener").ok();
-            let is_fn = add.and_then(|f| js.type_of(f).ok()) == Some(sys::ValueType::napi_function);
-            if js.type_of(signal).ok() != Some(sys::ValueType::napi_object) || !is_fn {
-                return Err(bad("`signal` must be an AbortSignal"));
-            }
-            opts.signal = Some(signal);
-        }
-        let timeout = js.get(v, "timeout").map_err(|_| bad("unreadable timeout"))?;
-        if !js.is_nullish(timeout).unwrap_or(true) {
-            if js.type_of(timeout).ok() != Some(sys::ValueType::napi_number) {
-                return Err(bad("`timeout` must be a number of milliseconds"));
-            }
-            let ms = js.get_f64(timeout).map_err(|_| bad("bad timeout"))?;
-            if !(ms >= 0.0 && ms.is_finite()) {
-                return Err(bad("`timeout` must be a finite number >= 0"));
-            }
-            opts.timeout = Some(Duration::from_secs_f64(ms / 1000.0));
-        }
-        Ok(opts)
+/// Make a call: its promise and (if it has a signal) its abort listener
+/// first, then `start(token)`, which writes it or rejects it locally.
+pub fn call<'e>(
+    ctx: &Rc<Ctx>,
+    js: Js<'e>,
+    what: &str,
+    opts: &CallOptions<'e>,
+    start: impl FnOnce(u64) -> Result<Started<'e>, KomaError>,
+) -> napi::Result<Unknown<'e>> {
+    let (deferred, promise) = Deferred::new(js, &ctx.env.life)?;
+    if let Some((code, reason)) = opts.signal.as_ref().and_then(|s| aborted(js, s)) {
+        deferred.reject_with(js, &abort_error(what, code), None, reason);
+        return Ok(promise);
     }
-
-    /// Whether the signal is aborted already.
-    pub fn aborted(&self, js: Js) -> bool {
-        let Some(s) = self.signal else { return false };
-        let Ok(a) = js.get(s, "aborted") else {
-            let _ = js.take_exception();
-            return false;
-        };
-        js.type_of(a).ok() == Some(sys::ValueType::napi_boolean) && js.get_bool(a).unwrap_or(false)
+    let token = ctx.conn.token();
+    let abort = match &opts.signal {
+        None => None,
+        Some(signal) => {
+            let data = AbortData { ctx: Rc::downgrade(ctx), token };
+            match AbortListener::attach(js, &ctx.env.life, signal, c"onabort", data, on_abort) {
+                Ok(a) => Some(a),
+                Err(why) => {
+                    let e = KomaError::new(
+                        ErrorCode::InvalidParams,
+                        format!("{what}: could not listen to `signal` ({why}); `{what}` was not sent"),
+                    );
+                    deferred.reject_with(js, &e, None, None);
+                    return Ok(promise);
+                }
+            }
+        }
+    };
+    match start(token) {
+        Err(e) => {
+            if let Some(a) = abort {
+                a.remove(js);
+            }
+            deferred.reject_with(js, &e, None, None);
+        }
+        Ok(Started::Now(v)) => {
+            if let Some(a) = abort {
+                a.remove(js);
+            }
+            deferred.resolve(js, v);
+        }
+        Ok(Started::Waiting) => {
+            ctx.state.borrow_mut().calls.insert(token, Call { deferred, what: what.to_owned(), abort });
+            ctx.update_hold(js);
+        }
     }
+    Ok(promise)
 }
 
-pub fn aborted_error(what: &str) -> KomaError {
-    KomaError::new(ErrorCode::Aborted, format!("`{what}` was aborted by its signal"))
-}
-
-/// The `abort` listener of a call's signal, removed when the call settles.
-pub struct AbortListener {
-    signal: OwnedRef,
-    listener: OwnedRef,
+/// The error of a call whose signal was aborted (`code` says whether as a timeout).
+fn abort_error(what: &str, code: ErrorCode) -> KomaError {
+    let how = match code {
+        ErrorCode::Timeout => "timed out (its signal was aborted with a TimeoutError)",
+        _ => "was aborted by its signal",
+    };
+    KomaError::new(code, format!("`{what}` {how}"))
 }
 
 struct AbortData {
@@ -80,104 +98,77 @@ struct AbortData {
     token: u64,
 }
 
-impl AbortListener {
-    fn attach(js: Js, ctx: &Rc<Ctx>, token: u64, signal: Value) -> napi::Result<Self> {
-        let listener = function(js, c"onabort", AbortData { ctx: Rc::downgrade(ctx), token }, on_abort)?;
-        let add = js.get(signal, "addEventListener")?;
-        let once = js.object()?;
-        js.set(once, "once", js.boolean(true)?)?;
-        js.call(add, signal, &[js.string(b"abort")?, listener, once])?;
-        Ok(AbortListener {
-            signal: OwnedRef::new(js, &ctx.env.life, signal, true)?,
-            listener: OwnedRef::new(js, &ctx.env.life, listener, true)?,
-        })
-    }
-
-    /// Remove the listener (the call has settled); the references go with it.
-    pub fn remove(self, js: Js) {
-        if let (Ok(signal), Ok(listener)) = (self.signal.value(js), self.listener.value(js)) {
-            if let Ok(remove) = js.get(signal, "removeEventListener") {
-                if let Ok(name) = js.string(b"abort") {
-                    let _ = js.call(remove, signal, &[name, listener]);
-                }
-            }
+fn on_abort<'e>(data: &AbortData, js: Js<'e>, _args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    let Some(ctx) = data.ctx.upgrade() else { return Ok(js.undefined()) };
+    let call = ctx.state.borrow_mut().calls.remove(&data.token);
+    if let Some(call) = call {
+        ctx.conn.abandon(data.token);
+        let aborted = call.abort.as_ref().and_then(|a| a.signal(js)).and_then(|s| aborted(js, &s));
+        let (code, reason) = aborted.unwrap_or((ErrorCode::Aborted, None));
+        if let Some(a) = call.abort {
+            a.remove(js);
         }
-        let _ = js.take_exception();
+        call.deferred.reject_with(js, &abort_error(&call.what, code), None, reason);
+        ctx.update_hold(js);
+    }
+    Ok(js.undefined())
+}
+
+/// Send a method of the protocol (or any in hello's capabilities) with its
+/// params and options, as every method of the client does.
+pub fn send<'e>(
+    ctx: &Rc<Ctx>,
+    js: Js<'e>,
+    method: &str,
+    params: Option<Unknown<'e>>,
+    options: Option<Unknown<'e>>,
+) -> napi::Result<Unknown<'e>> {
+    let opts = match call_options(js, method, options) {
+        Ok(o) => o,
+        Err(e) => return rejected(js, ctx, &e),
+    };
+    let params = match params.map(|p| stringify(ctx, js, p, method)).transpose() {
+        Ok(p) => p.flatten(),
+        Err(e) => return rejected(js, ctx, &e),
+    };
+    let timeout = opts.timeout.map(duration);
+    call(ctx, js, method, &opts, |token| {
+        ctx.conn.request(token, method, params.as_deref(), timeout).map(|()| Started::Waiting)
+    })
+}
+
+/// `JSON.stringify(params)`; `undefined` and `null` give no params.
+fn stringify(ctx: &Ctx, js: Js, v: Unknown, method: &str) -> Result<Option<String>, KomaError> {
+    let fail = |why: &str| KomaError::new(ErrorCode::InvalidParams, format!("{method}: {why}"));
+    if is_nullish(&v) {
+        return Ok(None);
+    }
+    if kind(&v) != ValueType::Object {
+        return Err(fail("params must be an object"));
+    }
+    let stringify = ctx.env.json_stringify(js).map_err(|_| fail("JSON is not available"))?;
+    match stringify.call(v) {
+        Ok(s) => as_string(s).map(Some).ok_or_else(|| fail("params cannot be sent as JSON")),
+        Err(e) => {
+            let why = thrown(js, e);
+            Err(fail(&format!("params cannot be sent as JSON (a BigInt or a cycle?): {why}")))
+        }
     }
 }
 
-fn on_abort(data: &AbortData, js: Js, _args: &[Value]) -> napi::Result<Value> {
-    if let Some(ctx) = data.ctx.upgrade() {
-        let call = ctx.state.borrow_mut().calls.remove(&data.token);
-        if let Some(call) = call {
-            ctx.conn.abandon(data.token);
-            if let Some(a) = call.abort {
-                a.remove(js);
-            }
-            call.deferred.reject_with(js, &aborted_error(&call.what), None);
-            ctx.update_hold(js);
-        }
+/// The turn layer's `send(method, params, options)`: `send` of this client
+/// (a rejected promise once the client is gone).
+pub fn send_function<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
+    if let Some(f) = ctx.state.borrow().send.as_ref() {
+        return f.value(js);
     }
-    js.undefined()
+    let f = function(js, c"send", Rc::downgrade(ctx), on_send)?;
+    ctx.state.borrow_mut().send = Some(OwnedRef::new(js, &ctx.env.life, &f, true)?);
+    Ok(f)
 }
 
-/// How a call started.
-pub enum Started {
-    /// Its completion will come for its token.
-    Waiting,
-    /// Settled at once with this value.
-    Now(Value),
-}
-
-impl Ctx {
-    /// Make a call: its promise and (if it has a signal) its abort listener
-    /// first, then `start(token)`, which writes it or rejects it locally.
-    pub fn call(
-        self: &Rc<Self>,
-        js: Js,
-        what: &str,
-        opts: CallOpts,
-        start: impl FnOnce(u64) -> Result<Started, KomaError>,
-    ) -> napi::Result<Value> {
-        let (deferred, promise) = Deferred::new(js, &self.env.life)?;
-        if opts.aborted(js) {
-            deferred.reject_with(js, &aborted_error(what), None);
-            return Ok(promise);
-        }
-        let token = self.conn.token();
-        let abort = match opts.signal {
-            None => None,
-            Some(signal) => match AbortListener::attach(js, self, token, signal) {
-                Ok(a) => Some(a),
-                Err(e) => {
-                    let why = js.take_exception().and_then(|exc| js.message_of(exc)).unwrap_or(e.reason);
-                    let err = KomaError::new(
-                        ErrorCode::InvalidParams,
-                        format!("options: could not listen to `signal` ({why}); `{what}` was not sent"),
-                    );
-                    deferred.reject_with(js, &err, None);
-                    return Ok(promise);
-                }
-            },
-        };
-        match start(token) {
-            Err(e) => {
-                if let Some(a) = abort {
-                    a.remove(js);
-                }
-                deferred.reject_with(js, &e, None);
-            }
-            Ok(Started::Now(v)) => {
-                if let Some(a) = abort {
-                    a.remove(js);
-                }
-                deferred.resolve(v);
-            }
-            Ok(Started::Waiting) => {
-                self.state.borrow_mut().calls.insert(token, Call { deferred, what: what.to_owned(), abort });
-                self.update_hold(js);
-            }
-        }
-        Ok(promise)
-    }
+fn on_send<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    let Some(ctx) = ctx.upgrade() else { return Err(napi::Error::from_reason("the client is gone")) };
+    let method = args.first().copied().and_then(as_string).unwrap_or_default();
+    send(&ctx, js, &method, args.get(1).copied(), args.get(2).copied())
 }

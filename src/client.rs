@@ -1,67 +1,33 @@
 //! The `Client` class: the `#[napi]` surface. It only converts: arguments
-//! into the core's calls, and the core's answers into promises (see
-//! `delivery.rs`), events (`stream.rs`) and call options (`call.rs`).
+//! into the core's calls, and the core's answers into promises (through the
+//! call layer, `call.rs`), events (`stream.rs`) and turns (`turn.rs`).
 
 use std::ffi::OsString;
 use std::rc::Rc;
+use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
-use napi::bindgen_prelude::{FromNapiValue, This, ToNapiValue, TypeName, ValidateNapiValue};
-use napi::{sys, Env, JsValue, ValueType};
+use napi::bindgen_prelude::{This, Unknown};
+use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::call::{CallOpts, Started};
-use crate::delivery::{Ctx, JsState};
+use crate::call::{call, rejected, send, Started};
+use crate::context::Ctx;
+use crate::delivery::{on_wake, register, unregister};
 use crate::env::EnvData;
-use crate::handles::{Deferred, OwnedRef};
-use crate::js::{Js, Value};
-use crate::turn::Turn;
-use crate::types::Census;
+use crate::handles::{coded_error, Js};
+use crate::options::{call_options, client_options, duration, spawn_mode};
+use crate::stream;
+use crate::turn::{self, Entry};
+use crate::types::{CallOptions, ClientOptions};
+use crate::values::as_string;
 
-/// A raw JavaScript value returned as is (the typings say what it is).
-pub struct Raw(Value);
+/// How long the first call waits for hello unless `helloTimeout` says otherwise.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
 
-impl From<Value> for Raw {
-    fn from(v: Value) -> Self {
-        Raw(v)
-    }
-}
-
-impl ToNapiValue for Raw {
-    unsafe fn to_napi_value(_env: sys::napi_env, v: Self) -> napi::Result<sys::napi_value> {
-        Ok(v.0)
-    }
-}
-
-impl TypeName for Raw {
-    fn type_name() -> &'static str {
-        "unknown"
-    }
-    fn value_type() -> ValueType {
-        ValueType::Unknown
-    }
-}
-
-/// A raw JavaScript argument, whatever it is.
-pub struct Arg(Value);
-
-impl FromNapiValue for Arg {
-    unsafe fn from_napi_value(_env: sys::napi_env, v: sys::napi_value) -> napi::Result<Self> {
-        Ok(Arg(v))
-    }
-}
-
-impl TypeName for Arg {
-    fn type_name() -> &'static str {
-        "unknown"
-    }
-    fn value_type() -> ValueType {
-        ValueType::Unknown
-    }
-}
-
-impl ValidateNapiValue for Arg {}
+/// The label the core puts on traces and internal errors.
+const LABEL: &str = "koma-sdk";
 
 /// A client of one `koma sdk serve` child. Every method starts the child and
 /// awaits its hello first if that has not happened. Every method takes an
@@ -77,75 +43,35 @@ pub struct Client {
     ctx: Rc<Ctx>,
 }
 
+/// `KOMA_SDK_TRACE=1` (or `true`, `yes`) turns tracing on for every client.
 fn env_trace() -> bool {
-    matches!(std::env::var("KOMA_SDK_TRACE").as_deref(), Ok("1") | Ok("true") | Ok("yes"))
+    matches!(std::env::var("KOMA_SDK_TRACE").as_deref(), Ok("1" | "true" | "yes"))
 }
 
-/// A promise rejected now with `e`.
-fn rejected(js: Js, ctx: &Ctx, e: &KomaError) -> napi::Result<Raw> {
-    let (d, p) = Deferred::new(js, &ctx.env.life)?;
-    d.reject_with(js, e, None);
-    Ok(Raw(p))
-}
-
-/// Throw `e` from the constructor, as an `Error` with its code.
-fn throw(js: Js, e: &KomaError) -> napi::Error {
-    if let Ok(err) = js.error(e, None) {
-        if js.throw(err).is_ok() {
-            return napi::Error::new(napi::Status::PendingException, e.message.clone());
-        }
-    }
-    napi::Error::new(napi::Status::InvalidArg, format!("{}: {}", e.code, e.message))
-}
-
-/// `new Client(options)`: read and check the options; nothing is started.
-fn client_options(js: Js, v: Value) -> Result<(LaunchOptions, bool), KomaError> {
-    let bad = |what: String| KomaError::new(ErrorCode::InvalidParams, format!("new Client: {what}"));
-    let string = |v: Value, what: &str| -> Result<String, KomaError> {
-        if js.type_of(v).ok() != Some(sys::ValueType::napi_string) {
-            return Err(bad(format!("`{what}` must be a string")));
-        }
-        js.get_string(v).map_err(|_| bad(format!("`{what}` could not be read")))
+/// The core's options for `new Client(options)`.
+fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionOptions, KomaError> {
+    let bad = |e: KomaError| KomaError::new(ErrorCode::InvalidParams, format!("new Client: {}", e.message));
+    let mut env: Vec<(OsString, OsString)> =
+        options.env.unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.sort();
+    let launch = LaunchOptions {
+        executable: options.executable.into(),
+        cwd: options.cwd.map(Into::into),
+        env,
+        spawn: spawn_mode()?,
     };
-    let present = |v: Value| !js.is_nullish(v).unwrap_or(true);
-    if js.type_of(v).ok() != Some(sys::ValueType::napi_object) {
-        return Err(bad("options must be an object { executable, cwd?, env?, trace? }".into()));
-    }
-    let get = |name: &str| js.get(v, name).map_err(|_| bad(format!("`{name}` could not be read")));
-    let mut launch =
-        LaunchOptions { executable: OsString::from(string(get("executable")?, "executable")?), ..Default::default() };
-    let cwd = get("cwd")?;
-    if present(cwd) {
-        launch.cwd = Some(string(cwd, "cwd")?.into());
-    }
-    let env = get("env")?;
-    if present(env) {
-        if js.type_of(env).ok() != Some(sys::ValueType::napi_object) {
-            return Err(bad("`env` must be an object of strings".into()));
-        }
-        let keys = js.own_keys(env).map_err(|_| bad("`env` could not be read".into()))?;
-        let mut vars = Vec::with_capacity(keys.len());
-        for k in keys {
-            let value = js.get(env, &k).map_err(|_| bad(format!("`env.{k}` could not be read")))?;
-            if js.type_of(value).ok() == Some(sys::ValueType::napi_undefined) {
-                continue; // as Node's spawn does
-            }
-            vars.push((OsString::from(&k), OsString::from(string(value, &format!("env.{k}"))?)));
-        }
-        vars.sort();
-        launch.env = vars;
-    }
-    let trace = get("trace")?;
-    let trace = if present(trace) {
-        if js.type_of(trace).ok() != Some(sys::ValueType::napi_boolean) {
-            return Err(bad("`trace` must be a boolean".into()));
-        }
-        js.get_bool(trace).unwrap_or(false)
-    } else {
-        false
-    };
-    launch.validate().map_err(|e| bad(e.message))?;
-    Ok((launch, trace))
+    launch.validate().map_err(bad)?;
+    Ok(ConnectionOptions {
+        launch,
+        trace: options.trace.unwrap_or(false) || env_trace(),
+        label: LABEL.into(),
+        hello_timeout: match options.hello_timeout {
+            None => Some(HELLO_TIMEOUT),
+            Some(ms) => ms.map(duration),
+        },
+        #[cfg(feature = "testing")]
+        faults: crate::testing::faults(),
+    })
 }
 
 #[napi]
@@ -153,42 +79,34 @@ impl Client {
     /// Make a client. Nothing is started until the first call. Bad options
     /// throw an `Error` with code `invalid_params`.
     #[napi(catch_unwind, constructor, ts_args_type = "options: ClientOptions")]
-    pub fn new(env: Env, options: Arg) -> napi::Result<Self> {
-        let js = Js(env.raw());
-        let (launch, trace) = client_options(js, options.0).map_err(|e| throw(js, &e))?;
-        let env_data = EnvData::of(js)?;
-        let state =
-            JsState { calls: Default::default(), stream: None, events_waiting: false, client: None, held: false };
+    pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
+        let js = Js::new(env);
+        let options = client_options(js, options).and_then(connection_options).map_err(|e| throw(js, &e))?;
+        let env_data = EnvData::of(js, on_wake)?;
         // The connection wakes the JavaScript thread through the
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
-        let conn = Connection::new(
-            ConnectionOptions { launch, trace: trace || env_trace(), label: "koma-sdk".into(), hello_timeout: None },
-            waker,
-        );
-        let ctx = Rc::new(Ctx { conn, env: env_data, id, state: std::cell::RefCell::new(state) });
-        ctx.env.wakes.register(id, &ctx);
+        let ctx = Ctx::new(Connection::new(options, waker), env_data, id);
+        ctx.remember_client(js, &this)?;
+        register(&ctx);
         Ok(Client { ctx })
     }
 
     /// Start the child if needed; resolves with its checked hello.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<Hello>")]
-    pub fn probe(&self, env: Env, this: This, options: Option<Arg>) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
-        let opts = match CallOpts::parse(js, options.map(|a| a.0)) {
+    pub fn probe<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        let js = Js::new(env);
+        let opts = match call_options(js, "probe", Some(options)) {
             Ok(o) => o,
             Err(e) => return rejected(js, &self.ctx, &e),
         };
-        let timeout = opts.timeout;
         let ctx = &self.ctx;
-        ctx.call(js, "probe", opts, |token| match ctx.conn.probe(token, timeout)? {
+        call(ctx, js, "probe", &opts, |token| match ctx.conn.probe(token, opts.timeout.map(duration))? {
             Probe::Wait => Ok(Started::Waiting),
-            Probe::Ready(h) => ctx.parse_json(js, h.to_json().as_bytes()).map(Started::Now).map_err(|e| {
+            Probe::Ready(h) => ctx.env.parse(js, h.to_json().as_bytes()).map(Started::Now).map_err(|e| {
                 KomaError::new(ErrorCode::TransportFailure, format!("could not convert hello: {}", e.reason))
             }),
         })
-        .map(Raw)
     }
 
     /// `create`: start a new session. Allowed only as the first request.
@@ -197,8 +115,8 @@ impl Client {
         ts_args_type = "params?: CreateParams, options?: CallOptions",
         ts_return_type = "Promise<SessionResult>"
     )]
-    pub fn create(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "create", params, options)
+    pub fn create<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "create", Some(params), options)
     }
 
     /// `resume`: reattach to a saved session and replay its events after `after`.
@@ -207,14 +125,14 @@ impl Client {
         ts_args_type = "params: ResumeParams, options?: CallOptions",
         ts_return_type = "Promise<SessionResult>"
     )]
-    pub fn resume(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "resume", params, options)
+    pub fn resume<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "resume", Some(params), options)
     }
 
     /// `state`: the session's state.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<State>")]
-    pub fn state(&self, env: Env, this: This, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "state", None, options)
+    pub fn state<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "state", None, options)
     }
 
     /// `submit`: start a turn. Remote error `busy` while a turn runs.
@@ -223,8 +141,8 @@ impl Client {
         ts_args_type = "params: TextParams, options?: CallOptions",
         ts_return_type = "Promise<SubmitResult>"
     )]
-    pub fn submit(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "submit", params, options)
+    pub fn submit<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "submit", Some(params), options)
     }
 
     /// `enqueue`: queue a text to run after the current turn.
@@ -233,14 +151,14 @@ impl Client {
         ts_args_type = "params: TextParams, options?: CallOptions",
         ts_return_type = "Promise<EnqueueResult>"
     )]
-    pub fn enqueue(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "enqueue", params, options)
+    pub fn enqueue<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "enqueue", Some(params), options)
     }
 
     /// `interrupt`: stop the running turn, if any.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<InterruptResult>")]
-    pub fn interrupt(&self, env: Env, this: This, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "interrupt", None, options)
+    pub fn interrupt<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "interrupt", None, options)
     }
 
     /// `interrupt_and_submit`: stop the running turn and start a new one.
@@ -249,14 +167,13 @@ impl Client {
         ts_args_type = "params: TextParams, options?: CallOptions",
         ts_return_type = "Promise<InterruptAndSubmitResult>"
     )]
-    pub fn interrupt_and_submit(
+    pub fn interrupt_and_submit<'e>(
         &self,
-        env: Env,
-        this: This,
-        params: Option<Arg>,
-        options: Option<Arg>,
-    ) -> napi::Result<Raw> {
-        self.send(env, this, "interrupt_and_submit", params, options)
+        env: &'e Env,
+        params: Unknown<'e>,
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
+        self.send(env, "interrupt_and_submit", Some(params), options)
     }
 
     /// `approve`: answer an `approval_requested` event.
@@ -265,8 +182,8 @@ impl Client {
         ts_args_type = "params: ApproveParams, options?: CallOptions",
         ts_return_type = "Promise<EmptyResult>"
     )]
-    pub fn approve(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "approve", params, options)
+    pub fn approve<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "approve", Some(params), options)
     }
 
     /// `configure`: change the model.
@@ -275,15 +192,15 @@ impl Client {
         ts_args_type = "params?: ConfigureParams, options?: CallOptions",
         ts_return_type = "Promise<State>"
     )]
-    pub fn configure(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "configure", params, options)
+    pub fn configure<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "configure", Some(params), options)
     }
 
     /// `detach`: koma saves the session and exits 0. Resolves after the answer
     /// and the child's exit; `events()` then ends. Nothing is written after it.
     #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<EmptyResult>")]
-    pub fn detach(&self, env: Env, this: This, options: Option<Arg>) -> napi::Result<Raw> {
-        self.send(env, this, "detach", None, options)
+    pub fn detach<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        self.send(env, "detach", None, options)
     }
 
     /// Send any method in hello's capabilities. Methods of the protocol's table
@@ -294,21 +211,18 @@ impl Client {
         ts_args_type = "method: string, params?: Record<string, unknown>, options?: CallOptions",
         ts_return_type = "Promise<unknown>"
     )]
-    pub fn request(
+    pub fn request<'e>(
         &self,
-        env: Env,
-        this: This,
-        method: Arg,
-        params: Option<Arg>,
-        options: Option<Arg>,
-    ) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        if js.type_of(method.0)? != sys::ValueType::napi_string {
+        env: &'e Env,
+        method: Unknown<'e>,
+        params: Unknown<'e>,
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
+        let Some(method) = as_string(method) else {
             let e = KomaError::new(ErrorCode::InvalidParams, "request: `method` must be a string");
-            return rejected(js, &self.ctx, &e);
-        }
-        let method = js.get_string(method.0)?;
-        self.send(env, this, &method, params, options)
+            return rejected(Js::new(env), &self.ctx, &e);
+        };
+        self.send(env, &method, Some(params), options)
     }
 
     /// The events of this client, in order: catalog events and the one
@@ -316,10 +230,8 @@ impl Client {
     /// error after a failure (once the events received before it were taken).
     /// There is one queue per client: every call iterates the same queue.
     #[napi(catch_unwind, ts_return_type = "AsyncIterableIterator<EventItem>")]
-    pub fn events(&self, env: Env, this: This) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
-        self.ctx.event_stream(js).map(Raw)
+    pub fn events<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        stream::events(&self.ctx, Js::new(env))
     }
 
     /// The kept tail of the child's stderr (the newest 64 KiB), as text.
@@ -338,18 +250,15 @@ impl Client {
     /// each after a short grace; the child (and the tools it started) are
     /// stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close(&self, env: Env, this: This) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
+    pub fn close<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        let js = Js::new(env);
         let ctx = &self.ctx;
-        ctx.call(js, "close", CallOpts::NONE, |token| match ctx.conn.close(token) {
+        let none = CallOptions { signal: None, timeout: None };
+        call(ctx, js, "close", &none, |token| match ctx.conn.close(token) {
             Closing::Wait => Ok(Started::Waiting),
-            Closing::Done => {
-                js.undefined().map(Started::Now).map_err(|e| KomaError::new(ErrorCode::TransportFailure, e.reason))
-            }
+            Closing::Done => Ok(Started::Now(js.undefined())),
             Closing::Refused(e) => Err(e),
         })
-        .map(Raw)
     }
 
     /// Start a turn: `submit` (or, with `mode: "interrupt"`,
@@ -360,119 +269,58 @@ impl Client {
     /// arrives while nobody reads it is denied). `signal` and `timeout`
     /// interrupt the agent, and the result then rejects with `aborted` or
     /// `timeout` once the turn has finished.
-    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: TurnOptions")]
-    pub fn turn(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Turn> {
-        let js = Js(env.raw());
-        let made = self.turn_layer(js, this, "makeTurn", params, options)?;
-        Ok(Turn::new(OwnedRef::new(js, &self.ctx.env.life, made, true)?))
+    #[napi(catch_unwind, ts_args_type = "params: TextParams, options?: TurnOptions", ts_return_type = "Turn")]
+    pub fn turn<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        turn::enter(Entry::Turn, &self.ctx, Js::new(env), Some(params), Some(options))
     }
 
     /// A turn in one call: `turn()` drained. Resolves with its result.
     /// `onApproval` is required (`invalid_params` otherwise, nothing written).
+    /// A rejection after the turn started (abort, timeout, a failing
+    /// `onApproval`) carries the result so far as `result`.
     #[napi(
         catch_unwind,
         ts_args_type = "params: TextParams, options: RunOptions",
         ts_return_type = "Promise<TurnResult>"
     )]
-    pub fn run(&self, env: Env, this: This, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        self.turn_layer(Js(env.raw()), this, "run", params, options).map(Raw)
+    pub fn run<'e>(&self, env: &'e Env, params: Unknown<'e>, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        turn::enter(Entry::Run, &self.ctx, Js::new(env), Some(params), Some(options))
     }
 
     /// `await using client = new Client(...)` closes it.
     #[napi(catch_unwind, well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
-    pub fn async_dispose(&self, env: Env, this: This) -> napi::Result<Raw> {
-        self.close(env, this)
+    pub fn async_dispose<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+        self.close(env)
     }
+}
 
-    /// Call the turn layer's `name` (turn.js) with this client, the event
-    /// queue's router, and the call's arguments.
-    fn turn_layer(
+impl Client {
+    fn send<'e>(
         &self,
-        js: Js,
-        this: This,
-        name: &str,
-        params: Option<Arg>,
-        options: Option<Arg>,
-    ) -> napi::Result<Value> {
-        self.ctx.remember_client(js, this.raw())?;
-        let layer = self.ctx.env.turn_layer(js)?;
-        let f = js.get(layer, name)?;
-        let router = self.ctx.event_router(js)?;
-        let args =
-            [this.raw(), router, params.map_or(js.undefined()?, |p| p.0), options.map_or(js.undefined()?, |o| o.0)];
-        js.call(f, layer, &args)
+        env: &'e Env,
+        method: &str,
+        params: Option<Unknown<'e>>,
+        options: Unknown<'e>,
+    ) -> Result<Unknown<'e>> {
+        send(&self.ctx, Js::new(env), method, params, Some(options))
     }
+}
 
-    fn send(&self, env: Env, this: This, method: &str, params: Option<Arg>, options: Option<Arg>) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        self.ctx.remember_client(js, this.raw())?;
-        let opts = match CallOpts::parse(js, options.map(|a| a.0)) {
-            Ok(o) => o,
-            Err(e) => return rejected(js, &self.ctx, &e),
-        };
-        let params_json = match params {
-            None => None,
-            Some(p) => match self.ctx.stringify(js, p.0, method) {
-                Ok(s) => s,
-                Err(e) => return rejected(js, &self.ctx, &e),
-            },
-        };
-        let timeout = opts.timeout;
-        let ctx = &self.ctx;
-        ctx.call(js, method, opts, |token| {
-            ctx.conn.request(token, method, params_json.as_deref(), timeout).map(|()| Started::Waiting)
-        })
-        .map(Raw)
+/// Throw `e` from the constructor, as an `Error` with its code.
+fn throw(js: Js, e: &KomaError) -> napi::Error {
+    match coded_error(js, e, None, None) {
+        Ok(err) => napi::Error::from(err),
+        Err(_) => napi::Error::new(napi::Status::InvalidArg, format!("{}: {}", e.code, e.message)),
     }
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
         // Collected, or its environment is ending (a Worker terminated),
-        // without close(): stop the child's whole group now. The iterator
-        // and the client's references go now too.
+        // without close(): stop the child's whole group now. The queue and
+        // the client's references go now too.
         self.ctx.conn.kill_now();
-        self.ctx.env.wakes.unregister(self.ctx.id);
-        let mut st = self.ctx.state.borrow_mut();
-        st.stream = None;
-        st.client = None;
+        unregister(self.ctx.id);
+        self.ctx.forget_js();
     }
-}
-
-impl Ctx {
-    fn remember_client(&self, js: Js, this: Value) -> napi::Result<()> {
-        if self.state.borrow().client.is_none() {
-            let r = OwnedRef::new(js, &self.env.life, this, false)?;
-            self.state.borrow_mut().client = Some(r);
-        }
-        Ok(())
-    }
-
-    /// `JSON.stringify(params)`; `undefined` and `null` give no params.
-    fn stringify(&self, js: Js, v: Value, method: &str) -> Result<Option<String>, KomaError> {
-        let fail = |why: &str| KomaError::new(ErrorCode::InvalidParams, format!("{method}: {why}"));
-        if js.is_nullish(v).unwrap_or(false) {
-            return Ok(None);
-        }
-        if js.type_of(v).ok() != Some(sys::ValueType::napi_object) {
-            return Err(fail("params must be an object"));
-        }
-        let stringify = self.env.json_stringify(js).map_err(|_| fail("JSON unavailable"))?;
-        let undefined = js.undefined().map_err(|_| fail("internal"))?;
-        let out = js.call(stringify, undefined, &[v]);
-        if let Some(_exc) = js.take_exception() {
-            return Err(fail("params cannot be sent as JSON (a BigInt or a cycle?)"));
-        }
-        let out = out.map_err(|_| fail("params cannot be sent as JSON"))?;
-        js.get_string(out).map(Some).map_err(|_| fail("params cannot be sent as JSON"))
-    }
-}
-
-/// Internal counts of this process, for the package's own tests (not part of
-/// the API): connections whose memory is still held, and call deadlines
-/// still running.
-#[napi(js_name = "__census", catch_unwind)]
-pub fn census() -> Census {
-    let c = koma_transport::connection::census();
-    Census { connections: c.connections as u32, timers: c.timers as u32 }
 }

@@ -1,75 +1,72 @@
-//! The client's JavaScript-side context, and the delivery of completions.
+//! Delivering completions on the JavaScript thread, in batches.
 //!
-//! Requests return promises made here; their answers arrive from the core as
-//! completions, and one wake of the JavaScript thread settles a whole batch:
-//! results are joined and parsed by one `JSON.parse`. Each completion is
-//! settled on its own: a failure to convert one rejects that one, and every
-//! other still settles.
+//! Requests return promises (`call.rs`); their answers arrive from the core
+//! as completions, and one wake of the JavaScript thread settles a whole
+//! batch: results are joined and parsed by one `JSON.parse`. Each completion
+//! is settled on its own: a failure to convert one rejects that one, and
+//! every other still settles.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::rc::{Rc, Weak};
 
 use koma_transport::connection::RawJson;
-use koma_transport::{Completion, Connection, ErrorCode, KomaError, Outcome};
+use koma_transport::{Completion, ErrorCode, KomaError, Outcome};
+use napi::bindgen_prelude::{FromNapiValue, JsObjectValue, Object, Unknown};
 
-use crate::call::AbortListener;
+use crate::context::{Call, Ctx};
 use crate::env::EnvData;
-use crate::handles::{Deferred, OwnedRef};
-use crate::js::{Js, Value};
-use crate::stream::StreamRefs;
+use crate::handles::{put_lifted, text, Deferred, Js};
+use crate::stream::pump;
 
-/// One call waiting for its completion.
-pub struct Call {
-    pub deferred: Deferred,
-    /// The call's name, for its `aborted` message.
-    pub what: String,
-    pub abort: Option<AbortListener>,
+thread_local! {
+    /// This thread's clients by id: what a wake's ids name.
+    static CLIENTS: RefCell<HashMap<u64, Weak<Ctx>>> = RefCell::new(HashMap::new());
 }
 
-pub struct JsState {
-    pub calls: HashMap<u64, Call>,
-    /// The event iterator (one per client), once made.
-    pub stream: Option<StreamRefs>,
-    /// The iterator waits for events: the next wake calls its `settle`.
-    pub events_waiting: bool,
-    /// The Client's own object: held strongly while anything is outstanding,
-    /// so a client with work in flight is never collected.
-    pub client: Option<OwnedRef>,
-    pub held: bool,
+/// The client can be woken from now on.
+pub fn register(ctx: &Rc<Ctx>) {
+    CLIENTS.with(|c| c.borrow_mut().insert(ctx.id, Rc::downgrade(ctx)));
 }
 
-pub struct Ctx {
-    pub conn: Connection,
-    pub env: Rc<EnvData>,
-    /// Its id among the environment's clients (see `wake.rs`).
-    pub id: u64,
-    pub state: RefCell<JsState>,
+pub fn unregister(id: u64) {
+    let _ = CLIENTS.try_with(|c| c.borrow_mut().remove(&id));
+}
+
+/// A wake of the JavaScript thread (see `wake.rs`): deliver what it brought
+/// for the clients `ids`.
+pub fn on_wake(js: Js, ids: Vec<u64>) {
+    let ctxs: Vec<Rc<Ctx>> =
+        CLIENTS.with(|c| ids.iter().filter_map(|id| c.borrow().get(id).and_then(Weak::upgrade)).collect());
+    if let Some(first) = ctxs.first() {
+        let env = first.env.clone();
+        deliver(js, &env, &ctxs);
+    }
 }
 
 /// The results waiting to be parsed in one wake (of one client or many): one
 /// `JSON.parse` of a joined array settles them all.
-pub type Results = Vec<(Deferred, RawJson)>;
+type Results = Vec<(Deferred, RawJson)>;
 
 /// Deliver what one wake brought for `ctxs`: each client's completions are
 /// settled (results gathered for one joined `JSON.parse` across all of
 /// them), then each client's events are pumped and its hold updated. A panic
 /// fails the clients of this wake rather than leave their calls hanging.
-pub fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
+fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
     let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut results = Results::new();
         for ctx in ctxs {
             // Draining first re-arms the client's wake-up, whatever happens while delivering.
             let completions = ctx.conn.drain();
-            if test_hook("wake") {
+            #[cfg(feature = "testing")]
+            if crate::testing::panic_on_wake() {
                 panic!("KOMA_SDK_TEST_PANIC=wake");
             }
-            ctx.settle(js, completions, &mut results);
+            settle(ctx, js, completions, &mut results);
         }
         resolve_results(js, env, results);
         for ctx in ctxs {
-            ctx.pump_events(js);
+            pump(ctx, js);
             ctx.update_hold(js);
         }
     }));
@@ -78,7 +75,7 @@ pub fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
         // `Deferred` dropped; settle the rest rather than leave them hanging.
         let _ = js.take_exception();
         for ctx in ctxs {
-            ctx.fail_all(js, "an internal error (a panic) in @koma/sdk while delivering results");
+            fail_all(ctx, js, "an internal error (a panic) in @koma/sdk while delivering results");
         }
     }
 }
@@ -91,36 +88,27 @@ fn conversion_error(e: &napi::Error) -> KomaError {
     )
 }
 
-impl Ctx {
-    /// Settle each completion of this client; results are left in `results`
-    /// for the wake's one `JSON.parse`.
-    fn settle(&self, js: Js, completions: Vec<Completion>, results: &mut Results) {
-        for c in completions {
-            let Some(call) = self.state.borrow_mut().calls.remove(&c.token) else { continue };
-            if let Some(a) = call.abort {
-                a.remove(js);
-            }
-            let deferred = call.deferred;
-            match c.outcome {
-                Outcome::Result(raw) => results.push((deferred, raw)),
-                Outcome::Hello(h) => match self.parse_json(js, h.to_json().as_bytes()) {
-                    Ok(v) => deferred.resolve(v),
-                    Err(e) => deferred.reject_with(js, &conversion_error(&e), None),
-                },
-                Outcome::Closed => match js.undefined() {
-                    Ok(v) => deferred.resolve(v),
-                    Err(e) => deferred.reject_with(js, &conversion_error(&e), None),
-                },
-                Outcome::Error(e) => {
-                    let parse = self.env.json_parse(js).ok();
-                    deferred.reject_with(js, &e, parse);
-                }
+/// Settle each completion of one client; results are left in `results` for
+/// the wake's one `JSON.parse`.
+fn settle(ctx: &Ctx, js: Js, completions: Vec<Completion>, results: &mut Results) {
+    for c in completions {
+        let Some(call) = ctx.state.borrow_mut().calls.remove(&c.token) else { continue };
+        let Call { deferred, abort, .. } = call;
+        if let Some(a) = abort {
+            a.remove(js);
+        }
+        match c.outcome {
+            Outcome::Result(raw) => results.push((deferred, raw)),
+            Outcome::Hello(h) => match ctx.env.parse(js, h.to_json().as_bytes()) {
+                Ok(v) => deferred.resolve(js, v),
+                Err(e) => deferred.reject_with(js, &conversion_error(&e), None, None),
+            },
+            Outcome::Closed => deferred.resolve(js, js.undefined()),
+            Outcome::Error(e) => {
+                let parse = ctx.env.json_parse(js).ok();
+                deferred.reject_with(js, &e, parse.as_ref(), None);
             }
         }
-    }
-
-    pub fn parse_json(&self, js: Js, bytes: &[u8]) -> napi::Result<Value> {
-        parse_json(js, &self.env, bytes)
     }
 }
 
@@ -147,15 +135,15 @@ fn resolve_results(js: Js, env: &EnvData, results: Results) {
 }
 
 fn resolve_group(js: Js, env: &EnvData, mut group: Results) {
-    let values: napi::Result<Vec<Value>> = (|| match group.len() {
+    let values: napi::Result<Vec<Unknown>> = (|| match group.len() {
         0 => Ok(Vec::new()),
         1 => {
             let RawJson { bytes, range, lifts } =
                 std::mem::replace(&mut group[0].1, RawJson { bytes: Vec::new(), range: 0..0, lifts: Vec::new() });
-            let text = js.string(&bytes[range])?;
+            let json = text(js, &bytes[range])?;
             drop(bytes); // a large result is not held twice while it is parsed
-            let value = parse_string(js, env, text)?;
-            Ok(vec![js.put_lifted(value, lifts)?])
+            let value = env.parse_string(js, json)?;
+            Ok(vec![put_lifted(js, value, lifts)?])
         }
         _ => {
             let mut joined = Vec::with_capacity(group.iter().map(|(_, r)| r.range.len() + 1).sum::<usize>() + 2);
@@ -167,11 +155,11 @@ fn resolve_group(js: Js, env: &EnvData, mut group: Results) {
                 joined.extend_from_slice(r.text());
             }
             joined.push(b']');
-            let array = parse_json(js, env, &joined)?;
+            let array = Object::from_unknown(env.parse(js, &joined)?)?;
             let mut values = Vec::with_capacity(group.len());
             for (i, (_, raw)) in group.iter_mut().enumerate() {
-                let value = js.element(array, i as u32)?;
-                values.push(js.put_lifted(value, std::mem::take(&mut raw.lifts))?);
+                let value = array.get_element::<Unknown>(i as u32)?;
+                values.push(put_lifted(js, value, std::mem::take(&mut raw.lifts))?);
             }
             Ok(values)
         }
@@ -179,83 +167,30 @@ fn resolve_group(js: Js, env: &EnvData, mut group: Results) {
     match values {
         Ok(values) => {
             for ((d, _), v) in group.into_iter().zip(values) {
-                d.resolve(v);
+                d.resolve(js, v);
             }
         }
         Err(e) => {
             let _ = js.take_exception();
             let err = conversion_error(&e);
             for (d, _) in group {
-                d.reject_with(js, &err, None);
+                d.reject_with(js, &err, None, None);
             }
         }
     }
 }
 
-fn parse_json(js: Js, env: &EnvData, bytes: &[u8]) -> napi::Result<Value> {
-    parse_string(js, env, js.string(bytes)?)
-}
-
-/// `JSON.parse` of a JavaScript string.
-fn parse_string(js: Js, env: &EnvData, text: Value) -> napi::Result<Value> {
-    if test_hook("parse") {
-        return Err(napi::Error::from_reason("KOMA_SDK_TEST_NAPI_FAIL=parse"));
-    }
-    let parse = env.json_parse(js)?;
-    let undefined = js.undefined()?;
-    js.call(parse, undefined, &[text])
-}
-
-impl Ctx {
-    /// Reference the wake-up and the client object while anything is outstanding.
-    pub fn update_hold(&self, js: Js) {
-        let mut st = self.state.borrow_mut();
-        let busy = !st.calls.is_empty() || st.events_waiting;
-        if busy == st.held {
-            return;
+/// Reject everything outstanding of a client (after an internal error), and stop its child.
+fn fail_all(ctx: &Ctx, js: Js, why: &str) {
+    ctx.conn.kill_now();
+    let e = KomaError::new(ErrorCode::TransportFailure, why);
+    let calls: Vec<Call> = ctx.state.borrow_mut().calls.drain().map(|(_, c)| c).collect();
+    for c in calls {
+        if let Some(a) = c.abort {
+            a.remove(js);
         }
-        st.held = busy;
-        self.env.wakes.hold(js, busy);
-        if let Some(client) = &st.client {
-            client.set_strong(js, busy);
-        }
+        c.deferred.reject_with(js, &e, None, None);
     }
-
-    /// Reject everything outstanding (after an internal error), and stop the child.
-    pub fn fail_all(&self, js: Js, why: &str) {
-        self.conn.kill_now();
-        let e = KomaError::new(ErrorCode::TransportFailure, why);
-        let calls: Vec<Call> = self.state.borrow_mut().calls.drain().map(|(_, c)| c).collect();
-        for c in calls {
-            if let Some(a) = c.abort {
-                a.remove(js);
-            }
-            c.deferred.reject_with(js, &e, None);
-        }
-        self.update_hold(js);
-        self.pump_events(js);
-    }
-}
-
-/// Test hooks, off unless their variable is set:
-/// - `KOMA_SDK_TEST_PANIC=wake`: the first wake of the JavaScript thread panics;
-/// - `KOMA_SDK_TEST_NAPI_FAIL=parse:N`: the Nth `JSON.parse` of the process
-///   fails as a failed Node-API call would.
-fn test_hook(place: &str) -> bool {
-    static PANIC_FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    static PARSE_COUNT: AtomicI64 = AtomicI64::new(0);
-    match place {
-        "wake" => {
-            std::env::var("KOMA_SDK_TEST_PANIC").is_ok_and(|v| v == "wake")
-                && !PANIC_FIRED.swap(true, Ordering::Relaxed)
-        }
-        "parse" => match std::env::var("KOMA_SDK_TEST_NAPI_FAIL") {
-            Ok(v) => match v.strip_prefix("parse:").and_then(|n| n.parse::<i64>().ok()) {
-                Some(n) => PARSE_COUNT.fetch_add(1, Ordering::Relaxed) + 1 == n,
-                None => false,
-            },
-            Err(_) => false,
-        },
-        _ => false,
-    }
+    ctx.update_hold(js);
+    pump(ctx, js);
 }

@@ -1,23 +1,22 @@
 //! What the binding keeps per Node environment (the main thread's, and each
-//! Worker's): its life flag, `JSON.parse` and `JSON.stringify`, and the
-//! iterator's factory (`events.js`, compiled once per environment).
+//! Worker's): its life, `JSON.parse` and `JSON.stringify`, the scripts
+//! compiled in it (`events.js`, `turn.js`), and its wake-up (`wake.rs`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use napi::sys;
+use napi::bindgen_prelude::{FromNapiValue, Function, JsObjectValue, Object, Unknown};
 
-use crate::handles::{EnvLife, OwnedRef};
-use crate::js::{Js, Value};
-use crate::wake::Wakes;
+use crate::handles::{text, EnvLife, Js, OwnedRef};
+use crate::wake::{OnWake, Wakes};
 
 pub struct EnvData {
-    env: sys::napi_env,
+    id: usize,
     pub life: Rc<EnvLife>,
     json_parse: OwnedRef,
     json_stringify: OwnedRef,
-    events_factory: RefCell<Option<OwnedRef>>,
-    turn_layer: RefCell<Option<OwnedRef>>,
+    /// Scripts compiled in this environment, by name.
+    scripts: RefCell<Vec<(&'static str, OwnedRef)>>,
     /// The environment's one threadsafe function, shared by its clients.
     pub wakes: Wakes,
 }
@@ -27,62 +26,61 @@ thread_local! {
     static CURRENT: RefCell<Option<Rc<EnvData>>> = const { RefCell::new(None) };
 }
 
-/// The sources of the event queue and of the turn layer, named so that stack traces show them.
-const EVENTS_JS: &str = concat!(include_str!("events.js"), "\n//# sourceURL=@koma/sdk/events.js\n");
-const TURN_JS: &str = concat!(include_str!("turn.js"), "\n//# sourceURL=@koma/sdk/turn.js\n");
-
 impl EnvData {
-    /// This thread's data for `js`'s environment, made on first use.
-    pub fn of(js: Js) -> napi::Result<Rc<EnvData>> {
+    /// This thread's data for `js`'s environment, made on first use; its
+    /// wakes call `on_wake` with the ids of the clients that have something.
+    pub fn of(js: Js, on_wake: OnWake) -> napi::Result<Rc<EnvData>> {
         let current = CURRENT.with(|c| c.borrow().clone());
-        if let Some(d) = current.filter(|d| d.env == js.0 && d.life.alive()) {
+        if let Some(d) = current.filter(|d| d.id == js.id() && d.life.alive()) {
             return Ok(d);
         }
         let life = EnvLife::new(js)?;
-        let json = js.get(js.global()?, "JSON")?;
+        let json: Object = js.env().get_global()?.get_named_property("JSON")?;
+        let parse: Unknown = json.get_named_property("parse")?;
+        let stringify: Unknown = json.get_named_property("stringify")?;
         let data = Rc::new(EnvData {
-            env: js.0,
-            json_parse: OwnedRef::new(js, &life, js.get(json, "parse")?, true)?,
-            json_stringify: OwnedRef::new(js, &life, js.get(json, "stringify")?, true)?,
-            events_factory: RefCell::new(None),
-            turn_layer: RefCell::new(None),
-            wakes: Wakes::new(js, &life)?,
+            id: js.id(),
+            json_parse: OwnedRef::new(js, &life, &parse, true)?,
+            json_stringify: OwnedRef::new(js, &life, &stringify, true)?,
+            scripts: RefCell::new(Vec::new()),
+            wakes: Wakes::new(js, &life, on_wake)?,
             life,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(data.clone()));
         Ok(data)
     }
 
-    pub fn json_parse(&self, js: Js) -> napi::Result<Value> {
-        self.json_parse.value(js)
+    pub fn json_parse<'e>(&self, js: Js<'e>) -> napi::Result<Function<'e>> {
+        Function::from_unknown(self.json_parse.value(js)?)
     }
 
-    pub fn json_stringify(&self, js: Js) -> napi::Result<Value> {
-        self.json_stringify.value(js)
+    pub fn json_stringify<'e>(&self, js: Js<'e>) -> napi::Result<Function<'e>> {
+        Function::from_unknown(self.json_stringify.value(js)?)
     }
 
-    /// The event queue's factory: `events.js`, compiled on first use.
-    pub fn events_factory(&self, js: Js) -> napi::Result<Value> {
-        self.compiled(js, &self.events_factory, EVENTS_JS)
+    /// `JSON.parse` of UTF-8 JSON text.
+    pub fn parse<'e>(&self, js: Js<'e>, json: &[u8]) -> napi::Result<Unknown<'e>> {
+        self.parse_string(js, text(js, json)?)
     }
 
-    /// The turn layer (`{makeTurn, run}`): `turn.js`, compiled and run on first use.
-    pub fn turn_layer(&self, js: Js) -> napi::Result<Value> {
-        if let Some(f) = self.turn_layer.borrow().as_ref() {
-            return f.value(js);
+    /// `JSON.parse` of a JavaScript string.
+    pub fn parse_string<'e>(&self, js: Js<'e>, json: Unknown<'e>) -> napi::Result<Unknown<'e>> {
+        #[cfg(feature = "testing")]
+        if crate::testing::fail_this_parse() {
+            return Err(napi::Error::from_reason("KOMA_SDK_TEST_NAPI_FAIL=parse"));
         }
-        let factory = js.run_script(TURN_JS)?;
-        let layer = js.call(factory, js.undefined()?, &[])?;
-        *self.turn_layer.borrow_mut() = Some(OwnedRef::new(js, &self.life, layer, true)?);
-        Ok(layer)
+        self.json_parse(js)?.call(json)
     }
 
-    fn compiled(&self, js: Js, slot: &RefCell<Option<OwnedRef>>, source: &str) -> napi::Result<Value> {
-        if let Some(f) = slot.borrow().as_ref() {
-            return f.value(js);
+    /// The completion value of `source`, compiled and run once in this
+    /// environment under `name`, then the same value.
+    pub fn script<'e>(&self, js: Js<'e>, name: &'static str, source: &str) -> napi::Result<Unknown<'e>> {
+        if let Some((_, r)) = self.scripts.borrow().iter().find(|(n, _)| *n == name) {
+            return r.value(js);
         }
-        let f = js.run_script(source)?;
-        *slot.borrow_mut() = Some(OwnedRef::new(js, &self.life, f, true)?);
-        Ok(f)
+        let named = format!("{source}\n//# sourceURL=@koma/sdk/{name}\n");
+        let value: Unknown = js.env().run_script(named)?;
+        self.scripts.borrow_mut().push((name, OwnedRef::new(js, &self.life, &value, true)?));
+        Ok(value)
     }
 }

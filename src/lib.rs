@@ -1,29 +1,41 @@
 //! `@koma/sdk`: the Node binding. It only converts between JavaScript and the
-//! `koma-transport` core; the protocol lives there.
+//! `koma-transport` core; the protocol lives there. The arrows between its
+//! files point one way, from the surface down:
 //!
-//! - `client.rs`: the `#[napi]` surface;
+//! - `client.rs`: the `#[napi]` surface, `Client`;
+//! - `turn.rs`: the turn layer's entry (`turn.js` makes the Turns);
+//! - `call.rs`: calls become promises; `send` for the client and the turn layer;
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
 //! - `stream.rs`: the native side of the event queue (`events.js`);
-//! - `turn.rs`: the `Turn` class, over the turn layer (`turn.js`);
-//! - `call.rs`: call options, promises and abort listeners;
-//! - `handles.rs`: owned Node-API handles (references, deferreds, the
-//!   threadsafe function, native functions);
+//! - `context.rs`: what a client holds on the JavaScript thread;
+//! - `abort.rs`: a call's signal and its listener;
+//! - `options.rs`: the options JavaScript passes, read and checked once;
 //! - `env.rs`: what is kept per Node environment;
 //! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
-//! - `js.rs`: small value helpers.
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+//! - `values.rs`: small helpers over napi-rs's values;
+//! - `koma_error.rs`: `isKomaError`;
+//! - `types.rs`: the shapes of the typings;
+//! - `handles/`: the owned Node-API handles, the only `unsafe` code;
+//! - `testing.rs`: fault injection, only with the `testing` feature.
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+mod abort;
 mod call;
 mod client;
+mod context;
 mod delivery;
 mod env;
 mod handles;
-mod js;
+mod koma_error;
+mod options;
 mod stream;
+#[cfg(feature = "testing")]
+mod testing;
 mod turn;
 mod types;
+mod values;
 mod wake;
 
 pub use client::*;
-pub use turn::*;
+pub use koma_error::*;
 pub use types::*;

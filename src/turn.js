@@ -1,42 +1,33 @@
-// The turn layer, above the protocol: `client.turn()` and `client.run()`.
-// A Turn submits its text (or interrupts and submits), takes its own events
-// from the client's one event queue (events.js routes them to it), answers
-// its approvals with `onApproval` if it has one, and collects its result.
-// It writes nothing but what the protocol methods write: submit or
-// interrupt_and_submit, approve, interrupt.
+// The turn layer, above the protocol: what `client.turn()` and `client.run()`
+// return. A Turn submits its text (or interrupts and submits), takes its own
+// events from the client's one event queue (events.js routes them to it),
+// answers its approvals with `onApproval` if it has one, and collects its
+// result. It writes nothing but what the protocol methods write: submit or
+// interrupt_and_submit, approve, interrupt, and state after an overflow.
 //
-// Compiled once per Node environment; `makeTurn` is called by the addon with
-// the client object, the queue's router, and the call's arguments.
+// Run once per Node environment; its value is the layer. The addon calls
+// `makeTurn`, `run` and `failedTurn` with what the layer works with:
+// `send(method, params)`, the call layer's (a promise, as a client method
+// gives), and the event queue's router; never the client object. The options
+// come checked (options.rs): `{ mode, onApproval?, signal?, timeout? }`.
 (function makeTurnLayer() {
   "use strict";
-  const DONE = Object.freeze({ value: undefined, done: true });
-  const coded = (code, message) => Object.assign(new Error(message), { code });
-  const invalid = (what) => coded("invalid_params", `${what}`);
 
-  /** Read and check `options`; throws invalid_params. */
-  function readOptions(kind, options) {
-    if (options === undefined || options === null) options = {};
-    if (typeof options !== "object") throw invalid(`${kind}: options must be an object { mode?, onApproval?, signal?, timeout? }`);
-    const { mode = "submit", onApproval, signal, timeout } = options;
-    if (mode !== "submit" && mode !== "interrupt") throw invalid(`${kind}: options.mode must be "submit" or "interrupt"`);
-    if (onApproval !== undefined && onApproval !== "allow" && onApproval !== "deny" && typeof onApproval !== "function") {
-      throw invalid(`${kind}: options.onApproval must be a function, "allow" or "deny"`);
-    }
-    if (kind === "run" && onApproval === undefined) {
-      throw invalid(`run: options.onApproval is required (a function, "allow" or "deny"): nobody else sees the turn's approvals`);
-    }
-    if (signal !== undefined && signal !== null && (typeof signal !== "object" || typeof signal.addEventListener !== "function")) {
-      throw invalid(`${kind}: options.signal must be an AbortSignal`);
-    }
-    if (timeout !== undefined && timeout !== null && !(typeof timeout === "number" && timeout >= 0 && Number.isFinite(timeout))) {
-      throw invalid(`${kind}: options.timeout must be a finite number of milliseconds >= 0`);
-    }
-    return { mode, onApproval, signal: signal ?? undefined, timeout: timeout ?? undefined };
+  function coded(code, message, cause) {
+    const error = cause === undefined ? new Error(message) : new Error(message, { cause });
+    error.code = code;
+    return error;
+  }
+
+  /** How an aborted signal fails a turn: `timeout` for a TimeoutError reason (AbortSignal.timeout()), else `aborted`. */
+  function abortCode(signal) {
+    const reason = signal.reason;
+    return reason !== null && typeof reason === "object" && reason.name === "TimeoutError" ? "timeout" : "aborted";
   }
 
   class TurnState {
-    constructor(client, router, params, options) {
-      this.client = client;
+    constructor(send, router, params, options) {
+      this.send = send;
       this.router = router;
       // What the router reads.
       this.id = null; // null: not known yet (routing waits); then the turn id, or "" if there is none
@@ -48,15 +39,19 @@
       this.toolCalls = [];
       this.events = 0;
       this.overflowed = false;
-      this.error = undefined; // the first error result rejects with
-      this.abortCode = undefined;
+      this.error = undefined; // onApproval's failure: the result rejects with it, the reader throws it
+      this.abort = undefined; // { code, message, cause }: the turn was aborted or timed out
+      this.interruptWanted = false; // interrupt as soon as the submit answers
       this.interrupting = undefined;
       this.lastApprovalOpen = false;
       // The reader's queue: { value, size, epoch, taken }.
       this.held = [];
-      this.waiting = [];
       this.reading = false;
       this.readerDone = false;
+      this.reader = router.reader(
+        () => this.takeOne(),
+        () => this.stopReading(),
+      );
       this.onApproval = options.onApproval;
       this.idPromise = new Promise((resolve, reject) => ((this.resolveId = resolve), (this.rejectId = reject)));
       this.resultPromise = new Promise((resolve, reject) => ((this.resolveResult = resolve), (this.rejectResult = reject)));
@@ -67,25 +62,28 @@
       this.start(params, options);
     }
 
-    start(params, options) {
-      const { signal, timeout, mode } = options;
+    /** A protocol call through the call layer; a promise even if `send` throws. */
+    call(method, params) {
+      try {
+        return this.send(method, params);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+
+    start(params, { mode, signal, timeout }) {
       if (signal?.aborted) {
-        this.fail(coded("aborted", "`turn` was aborted by its signal before anything was sent"), true);
+        this.fail(coded(abortCode(signal), "`turn` was aborted by its signal before anything was sent", signal.reason), true);
         return;
       }
-      let submitted;
-      try {
-        submitted = mode === "interrupt" ? this.client.interruptAndSubmit(params) : this.client.submit(params);
-      } catch (e) {
-        submitted = Promise.reject(e);
-      }
+      const submitted = this.call(mode === "interrupt" ? "interrupt_and_submit" : "submit", params);
       this.router.open(this);
       submitted.then(
         (r) => {
           this.id = r.turn;
           this.resolveId(r.turn);
           this.router.kick();
-          if (this.abortCode !== undefined) this.interruptNow();
+          if (this.abort !== undefined || this.interruptWanted) this.interruptNow();
         },
         (e) => {
           this.id = "";
@@ -93,12 +91,15 @@
         },
       );
       if (signal) {
-        const onAbort = () => this.abort("aborted", "`turn` was aborted by its signal; the agent was interrupted");
+        const onAbort = () => {
+          const how = abortCode(signal) === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
+          this.stop(abortCode(signal), `\`turn\` ${how}; the agent was interrupted`, signal.reason);
+        };
         signal.addEventListener("abort", onAbort, { once: true });
         this.cleanup.push(() => signal.removeEventListener("abort", onAbort));
       }
       if (timeout !== undefined) {
-        const timer = setTimeout(() => this.abort("timeout", `the turn did not finish within ${timeout} ms; the agent was interrupted`), timeout);
+        const timer = setTimeout(() => this.stop("timeout", `the turn did not finish within ${timeout} ms; the agent was interrupted`), timeout);
         this.cleanup.push(() => clearTimeout(timer));
       }
     }
@@ -161,7 +162,7 @@
       const rec = [...this.toolCalls].reverse().find((c) => c.tool === request.tool && c.approval === undefined && !("output" in c));
       const decide = (decision) => {
         if (rec) rec.approval = decision;
-        this.client.approve({ approval: request.approval, decision }).catch(() => {
+        this.call("approve", { approval: request.approval, decision }).catch(() => {
           // The turn was interrupted meanwhile, or the client failed (which ends the turn).
         });
       };
@@ -180,41 +181,60 @@
         decide(policy);
         return;
       }
+      // A handler that gives no valid answer fails the turn as one that
+      // returns something else does: invalid_params, what it threw as cause.
+      const threw = (e) =>
+        failClosed(coded("invalid_params", `onApproval threw, so the approval was denied: ${e instanceof Error ? e.message : String(e)}`, e));
       let answer;
       try {
         answer = policy(request);
       } catch (e) {
-        failClosed(e);
+        threw(e);
         return;
       }
-      Promise.resolve(answer).then(
-        (a) => {
-          if (a === "allow" || a === "deny") decide(a);
-          else failClosed(invalid(`onApproval returned ${typeof a === "string" ? JSON.stringify(a) : String(a)}; it must return "allow" or "deny" (the approval was denied)`));
-        },
-        failClosed,
-      );
+      Promise.resolve(answer).then((a) => {
+        if (a === "allow" || a === "deny") decide(a);
+        else failClosed(coded("invalid_params", `onApproval returned ${typeof a === "string" ? JSON.stringify(a) : String(a)}; it must return "allow" or "deny" (the approval was denied)`));
+      }, threw);
     }
 
     // ---- abort, deadline, interrupt, overflow recovery
 
-    abort(code, message) {
-      if (this.finished || this.abortCode !== undefined) return;
-      this.abortCode = code;
-      this.abortMessage = message;
+    /** The turn is aborted or timed out: interrupt the agent; the result rejects once it has finished. */
+    stop(code, message, cause) {
+      if (this.finished || this.abort !== undefined) return;
+      this.abort = { code, message, cause };
       if (this.id !== null) this.interruptNow();
       // else: interrupted as soon as the submit answers
     }
 
+    /** Interrupt the agent if this turn still runs (once its id is known). */
+    requestInterrupt() {
+      if (this.id === null) this.interruptWanted = true;
+      else this.interruptNow();
+    }
+
     interruptNow() {
       if (this.finished || this.id === "" || this.interrupting) return this.interrupting;
-      this.interrupting = this.client.interrupt().catch(() => {});
+      this.interrupting = this.call("interrupt").catch(() => {});
       return this.interrupting;
+    }
+
+    /** `turn.interrupt()`: wait for the turn's id, then interrupt it if it still runs. */
+    async interruptByUser() {
+      if (this.id === null) {
+        try {
+          await this.idPromise;
+        } catch {
+          return;
+        }
+      }
+      await this.interruptNow();
     }
 
     /** After an overflow, learn from state() whether this turn still runs. */
     recover() {
-      this.client.state().then(
+      this.call("state").then(
         (st) => {
           if (this.finished) return;
           if (st.turn !== this.id) {
@@ -234,13 +254,9 @@
 
     // ---- the end
 
-    finish() {
-      if (this.finished) return;
-      this.finished = true;
-      this.router.close(this);
-      for (const c of this.cleanup.splice(0)) c();
-      if (!this.reading || this.readerDone) this.releaseHeld();
-      const result = {
+    /** What the turn came to, so far. */
+    result() {
+      return {
         turn: this.id,
         status: this.status,
         output: this.output.join(""),
@@ -248,11 +264,22 @@
         events: this.events,
         overflowed: this.overflowed,
       };
+    }
+
+    finish() {
+      if (this.finished) return;
+      this.finished = true;
+      this.router.close(this);
+      for (const c of this.cleanup.splice(0)) c();
+      if (!this.reading || this.readerDone) this.releaseHeld();
       const settle = () => {
-        if (this.error !== undefined) this.rejectResult(this.error);
-        else if (this.abortCode !== undefined) this.rejectResult(coded(this.abortCode, this.abortMessage));
-        else this.resolveResult(result);
-        this.serve();
+        // A failure of the turn's own keeps what the turn got so far.
+        const result = this.result();
+        let error = this.error;
+        if (error === undefined && this.abort !== undefined) error = coded(this.abort.code, this.abort.message, this.abort.cause);
+        if (error === undefined) this.resolveResult(result);
+        else this.rejectResult(Object.assign(error, { result }));
+        this.reader.serve();
       };
       if (this.interrupting) this.interrupting.then(settle);
       else settle();
@@ -265,21 +292,21 @@
       this.failure = error;
       this.router.close(this);
       for (const c of this.cleanup.splice(0)) c();
-      if (beforeId) this.rejectId(error);
-      else if (this.id === null) this.rejectId(error);
+      if (beforeId || this.id === null) this.rejectId(error);
       this.releaseHeld();
       this.rejectResult(error);
-      this.serve();
+      this.reader.serve();
     }
 
     // ---- the reader
 
     hold(item) {
       this.held.push(item);
-      this.serve();
+      if (this.readerDone) this.releaseHeld();
+      this.reader.serve();
     }
 
-    /** Held events stop counting against the bound (they stay for a late reader). */
+    /** Held events stop counting against the bound (they stay for a later reader). */
     releaseHeld() {
       for (const h of this.held) {
         if (!h.taken) {
@@ -289,6 +316,7 @@
       }
     }
 
+    /** The next of the Turn's items; at its end, the error that failed it (the client's, or onApproval's). */
     takeOne() {
       while (this.held.length > 0) {
         const h = this.held.shift();
@@ -299,102 +327,77 @@
         }
         return { value: h.value, done: false };
       }
-      if (this.finished) {
-        if (this.failure !== undefined) throw this.failure;
-        return DONE;
-      }
-      return undefined;
+      if (!this.finished) return undefined;
+      if (this.failure !== undefined) throw this.failure;
+      if (this.error !== undefined) throw this.error;
+      return this.router.DONE;
     }
 
-    serve() {
-      while (this.waiting.length > 0) {
-        let r;
-        try {
-          r = this.takeOne();
-        } catch (e) {
-          for (const w of this.waiting.splice(0)) w.reject(e);
-          return;
-        }
-        if (r === undefined) return;
-        this.waiting.shift().resolve(r);
-      }
+    iterator() {
+      this.reading = true;
+      this.readerDone = false;
+      return this.reader.iterator;
     }
 
-    next() {
-      if (this.waiting.length === 0) {
-        let r;
-        try {
-          r = this.takeOne();
-        } catch (e) {
-          return Promise.reject(e);
-        }
-        if (r !== undefined) return Promise.resolve(r);
-      }
-      return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
-    }
-
+    /**
+     * The reader left its loop early (break, return, a throw): the turn is
+     * interrupted if it still runs, as leaving a streamed response cancels
+     * it; what was not read stops counting, and stays for a later loop.
+     */
     stopReading() {
       this.readerDone = true;
-      for (const w of this.waiting.splice(0)) w.resolve(DONE);
       this.releaseHeld();
-      this.held = [];
-      return Promise.resolve(DONE);
+      if (!this.finished) this.requestInterrupt();
     }
   }
 
-  /** What the addon's `Turn` object wraps. */
-  function makeTurn(client, router, params, options) {
-    let opts;
-    try {
-      opts = readOptions("turn", options);
-    } catch (e) {
-      opts = { invalid: e };
+  /** What a user gets: its state stays private, and it has no public constructor. */
+  class Turn {
+    #state;
+    constructor(state) {
+      this.#state = state;
     }
-    if (opts.invalid) {
-      const failed = Promise.reject(opts.invalid);
-      failed.catch(() => {});
-      const iterator = { next: () => Promise.reject(opts.invalid), return: () => Promise.resolve(DONE), [Symbol.asyncIterator]() { return this; } };
-      return { id: failed, result: failed, interrupt: () => Promise.resolve(), iterator: () => iterator };
+    get id() {
+      return this.#state.idPromise;
     }
-    const t = new TurnState(client, router, params, opts);
-    const iterator = {
-      next: () => t.next(),
-      return: () => t.stopReading(),
-      [Symbol.asyncIterator]() {
-        return this;
+    get result() {
+      return this.#state.resultPromise;
+    }
+    interrupt() {
+      return this.#state.interruptByUser();
+    }
+    [Symbol.asyncIterator]() {
+      return this.#state.iterator();
+    }
+  }
+
+  function makeTurn(send, router, params, options) {
+    return new Turn(new TurnState(send, router, params, options));
+  }
+
+  /** A Turn whose options were refused: its promises reject with `error`, and so does its iterator. */
+  function failedTurn(router, error) {
+    const failed = Promise.reject(error);
+    failed.catch(() => {});
+    const reader = router.reader(
+      () => {
+        throw error;
       },
-    };
-    return {
-      id: t.idPromise,
-      result: t.resultPromise,
-      async interrupt() {
-        if (t.id === null) {
-          try {
-            await t.idPromise;
-          } catch {
-            return;
-          }
-        }
-        await t.interruptNow();
-      },
-      iterator() {
-        t.reading = true;
-        return iterator;
-      },
-    };
+      () => {},
+    );
+    return new Turn({ idPromise: failed, resultPromise: failed, interruptByUser: async () => {}, iterator: () => reader.iterator });
   }
 
   /** `run()`: a Turn drained; its result. */
-  async function run(client, router, params, options) {
-    readOptions("run", options);
-    const turn = makeTurn(client, router, params, options);
-    const it = turn.iterator();
+  async function run(send, router, params, options) {
+    const turn = makeTurn(send, router, params, options);
+    const it = turn[Symbol.asyncIterator]();
     for (;;) {
-      const r = await it.next().catch(() => DONE);
+      const r = await it.next().catch(() => router.DONE);
       if (r.done) break;
     }
     return turn.result;
   }
 
-  return { makeTurn, run };
-})
+  return { makeTurn, failedTurn, run };
+})();

@@ -1,68 +1,89 @@
-//! The `Turn` class: a thin handle on the turn layer's JavaScript object
-//! (`turn.js`), which does the work; the class gives it its typings.
+//! The turn layer's entry: `client.turn()` and `client.run()` read their
+//! options here (`options.rs`, the one check) and hand the turn layer
+//! (`turn.js`, compiled once per environment) what it works with: the call
+//! layer's `send` and the event queue's router. The Turn objects it makes
+//! are plain JavaScript; nothing of them comes back through the addon.
 
-use napi::Env;
-use napi_derive::napi;
+use std::rc::Rc;
 
-use crate::client::Raw;
-use crate::handles::OwnedRef;
-use crate::js::Js;
+use koma_transport::KomaError;
+use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValuesTupleIntoVec, Object, Unknown};
 
-/// A turn started by `client.turn()`: an async iterable of its events (its
-/// `turn_started` through its `turn_finished`, with the `state` and
-/// `diagnostic` events between them, and an overflow report if one hit),
-/// its id, its result, and a way to interrupt it. Made by `client.turn()`.
-#[napi]
-pub struct Turn {
-    inner: OwnedRef,
+use crate::call::{rejected, send_function};
+use crate::context::Ctx;
+use crate::handles::{coded_error, Js};
+use crate::options::turn_options;
+use crate::stream::router;
+use crate::types::TurnOptions;
+
+const TURN_JS: &str = include_str!("turn.js");
+
+/// The turn layer's function `name` (`makeTurn`, `failedTurn`, `run`).
+fn layer<'e, A: JsValuesTupleIntoVec>(ctx: &Ctx, js: Js<'e>, name: &str) -> napi::Result<Function<'e, A, Unknown<'e>>> {
+    let layer = Object::from_unknown(ctx.env.script(js, "turn.js", TURN_JS)?)?;
+    layer.get_named_property(name)
 }
 
-impl Turn {
-    pub(crate) fn new(inner: OwnedRef) -> Self {
-        Turn { inner }
-    }
+/// Start a turn with the turn layer's `name` (`makeTurn` or `run`).
+fn start<'e>(
+    ctx: &Rc<Ctx>,
+    js: Js<'e>,
+    name: &str,
+    params: Option<Unknown<'e>>,
+    o: TurnOptions<'e>,
+) -> napi::Result<Unknown<'e>> {
+    let params = params.unwrap_or_else(|| js.undefined());
+    let args = (send_function(ctx, js)?, router(ctx, js)?, params, options_object(js, o)?);
+    layer::<FnArgs<_>>(ctx, js, name)?.call(args.into())
+}
 
-    fn get(&self, env: Env, name: &str) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        js.get(self.inner.value(js)?, name).map(Raw::from)
+/// The options as turn.js reads them: `{ mode, onApproval, signal, timeout }`.
+fn options_object<'e>(js: Js<'e>, o: TurnOptions<'e>) -> napi::Result<Object<'e>> {
+    let mut obj = Object::new(&js.env())?;
+    obj.set_named_property("mode", o.mode.as_deref().unwrap_or("submit"))?;
+    if let Some(f) = o.on_approval {
+        obj.set_named_property("onApproval", f)?;
     }
+    if let Some(s) = o.signal {
+        obj.set_named_property("signal", s)?;
+    }
+    if let Some(ms) = o.timeout {
+        obj.set_named_property("timeout", ms)?;
+    }
+    Ok(obj)
+}
 
-    fn call(&self, env: Env, name: &str) -> napi::Result<Raw> {
-        let js = Js(env.raw());
-        let this = self.inner.value(js)?;
-        let f = js.get(this, name)?;
-        js.call(f, this, &[]).map(Raw::from)
+/// The turn layer's two entries.
+#[derive(Clone, Copy)]
+pub enum Entry {
+    /// `client.turn(params, options)`: a Turn.
+    Turn,
+    /// `client.run(params, options)`: a promise of the drained turn's result.
+    Run,
+}
+
+/// Enter the turn layer. Bad options give a Turn whose promises reject
+/// (`turn()`), or a rejected promise (`run()`).
+pub fn enter<'e>(
+    entry: Entry,
+    ctx: &Rc<Ctx>,
+    js: Js<'e>,
+    params: Option<Unknown<'e>>,
+    options: Option<Unknown<'e>>,
+) -> napi::Result<Unknown<'e>> {
+    let (what, name) = match entry {
+        Entry::Turn => ("turn", "makeTurn"),
+        Entry::Run => ("run", "run"),
+    };
+    match (turn_options(js, what, options), entry) {
+        (Ok(o), _) => start(ctx, js, name, params, o),
+        (Err(e), Entry::Turn) => failed(ctx, js, &e),
+        (Err(e), Entry::Run) => rejected(js, ctx, &e),
     }
 }
 
-#[napi]
-impl Turn {
-    /// The turn id, once `submit` (or `interrupt_and_submit`) has answered.
-    /// Rejects as the submit does (for example remote `busy`).
-    #[napi(catch_unwind, getter, ts_return_type = "Promise<string>")]
-    pub fn id(&self, env: Env) -> napi::Result<Raw> {
-        self.get(env, "id")
-    }
-
-    /// The turn's result, once its `turn_finished` has arrived. Rejects with
-    /// `aborted` or `timeout` (after the agent was interrupted), with the
-    /// error of an `onApproval` that threw (after the turn finished), or with
-    /// the client's error if it failed first.
-    #[napi(catch_unwind, getter, ts_return_type = "Promise<TurnResult>")]
-    pub fn result(&self, env: Env) -> napi::Result<Raw> {
-        self.get(env, "result")
-    }
-
-    /// Interrupt this turn if it is still running (nothing is written otherwise).
-    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn interrupt(&self, env: Env) -> napi::Result<Raw> {
-        self.call(env, "interrupt")
-    }
-
-    /// The turn's events; `for await (const item of turn)`. One queue per
-    /// Turn: iterating again goes on from where the last loop stopped.
-    #[napi(catch_unwind, well_known_symbol = "asyncIterator", ts_return_type = "AsyncIterator<EventItem>")]
-    pub fn iterator(&self, env: Env) -> napi::Result<Raw> {
-        self.call(env, "iterator")
-    }
+/// A Turn that failed before it started: its promises reject with `e`, and so does its iterator.
+fn failed<'e>(ctx: &Rc<Ctx>, js: Js<'e>, e: &KomaError) -> napi::Result<Unknown<'e>> {
+    let args = (router(ctx, js)?, coded_error(js, e, None, None)?);
+    layer::<FnArgs<_>>(ctx, js, "failedTurn")?.call(args.into())
 }

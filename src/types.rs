@@ -1,59 +1,149 @@
-//! The shapes of part B and C, for the generated typings. Params and results
-//! keep the wire's field names. These structs describe; the values cross as
-//! JSON (parsed once per batch by `JSON.parse`), not through them.
-#![allow(dead_code)]
+//! The shapes of parts B and C for the generated typings, with the wire's
+//! field names. The options are what `options.rs` reads JavaScript's
+//! arguments into. Results, events and the Turn are never converted by
+//! napi-rs (they cross as JSON, parsed by one `JSON.parse` per batch, or are
+//! made by `turn.js`), so they have no conversions (`object_to_js = false,
+//! object_from_js = false`); their JSON members are `serde_json::Value`,
+//! typed `unknown`.
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Either, Either8};
+use napi::bindgen_prelude::{Either, Either8, Object, Unknown};
 use napi_derive::napi;
+use serde_json::Value;
+
+/// Options of `new Client(...)`.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct ClientOptions {
+    /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
+    /// `<executable> sdk serve`, with no shell.
+    pub executable: String,
+    /// The child's working directory (default: this process's).
+    pub cwd: Option<String>,
+    /// Variables added to this process's environment for the child.
+    pub env: Option<HashMap<String, String>>,
+    /// Print every frame in both directions and every stderr line to this
+    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
+    pub trace: Option<bool>,
+    /// Milliseconds the first call waits for koma's hello before the client
+    /// fails with `transport_failure` (default 15000); `null`: no bound.
+    #[napi(ts_type = "number | null")]
+    pub hello_timeout: Option<Option<f64>>,
+}
+
+/// The optional last argument of every method.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct CallOptions<'e> {
+    /// Abort the call: it rejects with code `aborted` (`timeout` if the
+    /// signal's reason is a `TimeoutError`, as `AbortSignal.timeout()`
+    /// gives), with the signal's reason as its `cause`. If the request was
+    /// already written, its late answer is ignored.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Object<'e>>,
+    /// Milliseconds before the call rejects with code `timeout`. If the
+    /// request was already written, its late answer is ignored.
+    pub timeout: Option<f64>,
+}
 
 /// Options of `client.turn()`.
-#[napi(object)]
-pub struct TurnOptions {
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct TurnOptions<'e> {
     /// `"submit"` (the default) starts the turn with `submit` (remote error
     /// `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
     #[napi(ts_type = "'submit' | 'interrupt'")]
     pub mode: Option<String>,
     /// Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
     /// a function of the request that returns one (or a promise of one), and
-    /// may take as long as a person needs. A function that throws or rejects
-    /// denies, and the result then rejects with its error.
+    /// may take as long as a person needs. A function that throws, rejects or
+    /// returns anything else denies, and the turn then fails with
+    /// `invalid_params` (its `cause` is what the function threw) once it has
+    /// finished: its iterator throws that error after the turn's events, and
+    /// its result rejects with it.
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
-    pub on_approval: Option<()>,
-    /// Interrupts the agent when aborted; the result rejects with `aborted`.
+    pub on_approval: Option<Unknown<'e>>,
+    /// Interrupts the agent when aborted; the result then rejects with
+    /// `aborted` (`timeout` for a `TimeoutError` reason), the signal's reason
+    /// as its `cause` and the result so far as its `result`, once the turn
+    /// has finished.
     #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
-    /// Milliseconds after which the agent is interrupted; the result rejects with `timeout`.
+    pub signal: Option<Object<'e>>,
+    /// Milliseconds after which the agent is interrupted; the result then
+    /// rejects with `timeout`, the result so far as its `result`, once the
+    /// turn has finished.
     pub timeout: Option<f64>,
 }
 
-/// Options of `client.run()`: as `TurnOptions`, with `onApproval` required.
-#[napi(object)]
-pub struct RunOptions {
+/// Options of `client.run()`: those of `turn()`, with `onApproval` required
+/// (nobody else sees the turn's approvals).
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct RunOptions<'e> {
+    /// `"submit"` (the default) starts the turn with `submit` (remote error
+    /// `busy` while another runs); `"interrupt"` with `interrupt_and_submit`.
     #[napi(ts_type = "'submit' | 'interrupt'")]
     pub mode: Option<String>,
+    /// Answers each `approval_requested` of the turn: `"allow"`, `"deny"`, or
+    /// a function of the request that returns one (or a promise of one), and
+    /// may take as long as a person needs. A function that throws, rejects or
+    /// returns anything else denies, and `run()` then rejects with
+    /// `invalid_params` (its `cause` is what the function threw, its
+    /// `result` the turn's result) once the turn has finished.
     #[napi(
         ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
     )]
-    pub on_approval: (),
+    pub on_approval: Unknown<'e>,
+    /// Interrupts the agent when aborted; `run()` then rejects with `aborted`
+    /// (`timeout` for a `TimeoutError` reason), the signal's reason as its
+    /// `cause` and the result so far as its `result`, once the turn has
+    /// finished.
     #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
+    pub signal: Option<Object<'e>>,
+    /// Milliseconds after which the agent is interrupted; `run()` then
+    /// rejects with `timeout`, the result so far as its `result`, once the
+    /// turn has finished.
     pub timeout: Option<f64>,
+}
+
+/// A turn started by `client.turn()`: an async iterable of its events (its
+/// `turn_started` through its `turn_finished`, with the `state` and
+/// `diagnostic` events between them, and an overflow report if one hit),
+/// its id, its result, and a way to interrupt it. Leaving a loop over it
+/// early (`break`, `return`, a throw) interrupts the turn if it still runs;
+/// the result then settles when its `turn_finished` arrives, with the status
+/// koma reports (normally `"interrupted"`). Iterating again goes on from
+/// where the last loop stopped.
+///
+/// Only `client.turn()` makes one: it is a type with no constructor. (Its
+/// `extends` is in its name because napi-rs objects cannot have symbol keys.)
+#[napi(object, object_to_js = false, object_from_js = false, js_name = "Turn extends AsyncIterable<EventItem>")]
+pub struct Turn<'e> {
+    /// The turn id, once `submit` (or `interrupt_and_submit`) has answered.
+    /// Rejects as the submit does (for example remote `busy`).
+    #[napi(readonly, ts_type = "Promise<string>")]
+    pub id: Unknown<'e>,
+    /// The turn's result, once its `turn_finished` has arrived. Rejects with
+    /// `aborted` or `timeout` (after the agent was interrupted), with
+    /// `invalid_params` if `onApproval` failed (after the turn finished), or
+    /// with the client's error if it failed first; the first three carry the
+    /// result so far as `result`.
+    #[napi(readonly, ts_type = "Promise<TurnResult>")]
+    pub result: Unknown<'e>,
+    /// Interrupt this turn if it is still running (nothing is written otherwise).
+    #[napi(readonly, ts_type = "() => Promise<void>")]
+    pub interrupt: Unknown<'e>,
 }
 
 /// A tool call of a turn, from its `tool_call` and `tool_result` events.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolCallRecord {
     pub call: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    #[napi(ts_type = "unknown")]
+    pub input: Value,
     /// The `tool_result`'s output, once it came.
-    #[napi(ts_type = "any")]
-    pub output: Option<()>,
+    #[napi(ts_type = "unknown")]
+    pub output: Option<Value>,
     /// Whether the tool failed, once its result came.
     pub error: Option<bool>,
     /// How `onApproval` (or the turn, for want of a reader) answered its approval.
@@ -62,7 +152,7 @@ pub struct ToolCallRecord {
 }
 
 /// What a turn came to.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnResult {
     pub turn: String,
     /// What `turn_finished` said; `"unknown"` only when an overflow lost the
@@ -78,49 +168,15 @@ pub struct TurnResult {
     pub overflowed: bool,
 }
 
-/// What `__census()` returns (internal, for tests).
-#[napi(object)]
-pub struct Census {
-    pub connections: u32,
-    pub timers: u32,
-}
-
-/// Options of `new Client(...)`.
-#[napi(object)]
-pub struct ClientOptions {
-    /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
-    /// `<executable> sdk serve`, with no shell.
-    pub executable: String,
-    /// The child's working directory (default: this process's).
-    pub cwd: Option<String>,
-    /// Variables added to this process's environment for the child.
-    pub env: Option<HashMap<String, String>>,
-    /// Print every frame in both directions and every stderr line to this
-    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
-    pub trace: Option<bool>,
-}
-
-/// The optional last argument of every method.
-#[napi(object)]
-pub struct CallOptions {
-    /// Abort the call: it rejects with code `aborted`. If the request was
-    /// already written, its late answer is ignored.
-    #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<()>,
-    /// Milliseconds before the call rejects with code `timeout`. If the
-    /// request was already written, its late answer is ignored.
-    pub timeout: Option<f64>,
-}
-
 /// The `binary` member of hello.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct BinaryInfo {
     pub path: String,
     pub version: String,
 }
 
 /// The first frame koma sends: what `probe()` resolves with.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct Hello {
     #[napi(ts_type = "'hello'")]
     pub r#type: String,
@@ -130,34 +186,31 @@ pub struct Hello {
     pub binary: BinaryInfo,
     /// Items passed through as JSON.
     #[napi(ts_type = "unknown[]")]
-    pub diagnostics: Vec<()>,
+    pub diagnostics: Vec<Value>,
     /// The method names this binary implements.
     pub capabilities: Vec<String>,
 }
 
 /// The session's state. `waiting` means a turn waits for an approval.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct State {
-    #[napi(ts_type = "string | null")]
     pub session: Option<String>,
     #[napi(ts_type = "'idle' | 'running' | 'waiting'")]
     pub status: String,
-    #[napi(ts_type = "string | null")]
     pub turn: Option<String>,
     pub queued: u32,
-    #[napi(ts_type = "string | null")]
     pub model: Option<String>,
 }
 
 /// Params of `create`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct CreateParams {
     pub cwd: Option<String>,
     pub model: Option<String>,
 }
 
 /// Params of `resume`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ResumeParams {
     pub session: String,
     /// Replay the saved events with a seq greater than this.
@@ -165,47 +218,45 @@ pub struct ResumeParams {
 }
 
 /// Result of `create` and `resume`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct SessionResult {
     pub session: String,
     pub state: State,
 }
 
 /// Params of `submit`, `enqueue` and `interruptAndSubmit`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TextParams {
     pub text: String,
 }
 
 /// Result of `submit`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct SubmitResult {
     pub turn: String,
 }
 
 /// Result of `enqueue`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct EnqueueResult {
     pub position: u32,
 }
 
 /// Result of `interrupt`: the turn stopped, if any.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct InterruptResult {
-    #[napi(ts_type = "string | null")]
     pub turn: Option<String>,
 }
 
-/// Result of `interruptAndSubmit`.
-#[napi(object)]
+/// Result of `interruptAndSubmit`: the turn stopped, if any, and the new one.
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
 pub struct InterruptAndSubmitResult {
-    #[napi(ts_type = "string | null")]
     pub interrupted: Option<String>,
     pub turn: String,
 }
 
 /// Params of `approve`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ApproveParams {
     /// The `approval` of an `approval_requested` event.
     pub approval: String,
@@ -214,26 +265,27 @@ pub struct ApproveParams {
 }
 
 /// Params of `configure`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ConfigureParams {
     pub model: Option<String>,
 }
 
 /// An empty result (`approve`, `detach`).
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct EmptyResult {}
 
 /// The server's `error` of a failed response (`err.remote` when `err.code === "remote"`).
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct RemoteError {
     pub code: String,
     pub message: String,
     #[napi(ts_type = "unknown")]
-    pub data: Option<()>,
+    pub data: Option<Value>,
 }
 
-/// Every error of the SDK is an `Error` with one of these codes (see the README's table).
-#[napi(object)]
+/// Every error of the SDK is an `Error` with one of these codes (see the
+/// README's table); `isKomaError(e)` tells one apart in a `catch`.
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct KomaError {
     pub name: String,
     pub message: String,
@@ -244,12 +296,18 @@ pub struct KomaError {
     pub code: String,
     /// Present when `code` is `remote`.
     pub remote: Option<RemoteError>,
+    /// What led to it: an aborted signal's reason, or what `onApproval` threw.
+    #[napi(ts_type = "unknown")]
+    pub cause: Option<Value>,
+    /// The result so far of a turn that was aborted, timed out, or whose
+    /// `onApproval` failed (`turn.result` and `run()`).
+    pub result: Option<TurnResult>,
 }
 
 macro_rules! event {
     ($doc:literal, $name:ident, $wire:literal, $data:ty) => {
         #[doc = $doc]
-        #[napi(object)]
+        #[napi(object, object_to_js = false, object_from_js = false)]
         pub struct $name {
             #[napi(ts_type = "'event'")]
             pub r#type: String,
@@ -263,51 +321,51 @@ macro_rules! event {
 }
 
 /// Data of `turn_started`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnStartedData {
     pub turn: String,
     pub text: String,
 }
 
 /// Data of `output`: a piece of the reply, streamed.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct OutputData {
     pub turn: String,
     pub text: String,
 }
 
 /// Data of `tool_call`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolCallData {
     pub turn: String,
     pub call: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    #[napi(ts_type = "unknown")]
+    pub input: Value,
 }
 
 /// Data of `tool_result`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ToolResultData {
     pub turn: String,
     pub call: String,
-    #[napi(ts_type = "any")]
-    pub output: (),
+    #[napi(ts_type = "unknown")]
+    pub output: Value,
     pub error: bool,
 }
 
 /// Data of `approval_requested`: answer with `approve`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct ApprovalRequestedData {
     pub turn: String,
     pub approval: String,
     pub tool: String,
-    #[napi(ts_type = "any")]
-    pub input: (),
+    #[napi(ts_type = "unknown")]
+    pub input: Value,
 }
 
 /// Data of `turn_finished`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnFinishedData {
     pub turn: String,
     #[napi(ts_type = "'completed' | 'interrupted' | 'failed'")]
@@ -316,7 +374,7 @@ pub struct TurnFinishedData {
 }
 
 /// Data of `diagnostic`.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct DiagnosticData {
     #[napi(ts_type = "'info' | 'warning' | 'error'")]
     pub level: String,
@@ -339,7 +397,7 @@ event!("`diagnostic`.", DiagnosticEvent, "'diagnostic'", DiagnosticData);
 
 /// The one report of an overflow: the event buffer (256 frames / 64 MiB) was
 /// full, so it was cleared and events were discarded until this report was taken.
-#[napi(object)]
+#[napi(object, object_to_js = false, object_from_js = false)]
 pub struct OverflowReport {
     #[napi(ts_type = "'overflow'")]
     pub r#type: String,

@@ -2,52 +2,53 @@
 //! environment, shared by all its clients. A connection that has something
 //! for JavaScript puts its client's id on the environment's ready list and,
 //! if the list was empty, calls the function; one call on the JavaScript
-//! thread then delivers every client on the list. With many clients, many
-//! answers cost one wake of the event loop, not one each.
+//! thread then hands every id on the list to the environment's handler. With
+//! many clients, many answers cost one wake of the event loop, not one each.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::{Rc, Weak};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use koma_transport::Waker;
 
-use crate::delivery::Ctx;
-use crate::handles::{EnvLife, Tsfn, TsfnHandle, TsfnWaker, WakeTarget};
-use crate::js::Js;
+use crate::handles::{EnvLife, Js, Tsfn, TsfnHandle, TsfnWaker, WakeTarget};
+
+/// What a wake does on the JavaScript thread, with the ids it found ready.
+pub type OnWake = fn(Js, Vec<u64>);
 
 /// The clients that have something to deliver, by id (any thread adds).
 #[derive(Default)]
 struct ReadyList(Mutex<Vec<u64>>);
 
-/// The threadsafe function's target: the clients of this environment.
-struct Clients {
-    ready: Arc<ReadyList>,
-    by_id: RefCell<HashMap<u64, Weak<Ctx>>>,
+impl ReadyList {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-impl WakeTarget for Clients {
+/// The threadsafe function's target: the ready list and the handler.
+struct Target {
+    ready: Arc<ReadyList>,
+    on_wake: OnWake,
+}
+
+impl WakeTarget for Target {
     fn woke(&self, js: Js) {
-        let ids = std::mem::take(&mut *self.ready.0.lock().unwrap_or_else(|p| p.into_inner()));
-        let ctxs: Vec<Rc<Ctx>> = {
-            let by_id = self.by_id.borrow();
-            ids.iter().filter_map(|id| by_id.get(id).and_then(Weak::upgrade)).collect()
-        };
-        if let Some(first) = ctxs.first() {
-            let env = first.env.clone();
-            crate::delivery::deliver(js, &env, &ctxs);
+        let ids = std::mem::take(&mut *self.ready.lock());
+        if !ids.is_empty() {
+            (self.on_wake)(js, ids);
         }
     }
 }
 
-/// One environment's wake-up: the function, its clients, and how many of
-/// them have something outstanding (the function keeps Node's event loop
+/// One environment's wake-up: the function, its ready list, and how many
+/// clients have something outstanding (the function keeps Node's event loop
 /// alive while that is more than zero).
 pub struct Wakes {
     _tsfn: Tsfn,
     handle: TsfnHandle,
-    clients: Rc<Clients>,
-    next_id: Cell<u64>,
+    ready: Arc<ReadyList>,
     busy: Cell<usize>,
 }
 
@@ -61,7 +62,7 @@ struct ClientWaker {
 impl Waker for ClientWaker {
     fn wake(&self) {
         let first = {
-            let mut ids = self.ready.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ids = self.ready.lock();
             ids.push(self.id);
             ids.len() == 1
         };
@@ -72,32 +73,17 @@ impl Waker for ClientWaker {
 }
 
 impl Wakes {
-    pub fn new(js: Js, life: &Rc<EnvLife>) -> napi::Result<Wakes> {
+    pub fn new(js: Js, life: &Rc<EnvLife>, on_wake: OnWake) -> napi::Result<Wakes> {
         let ready = Arc::new(ReadyList::default());
-        let mut handle = None;
-        let (tsfn, clients) = Tsfn::with_target(js, life, "koma-sdk", |h, _waker| {
-            handle = Some(h);
-            Clients { ready: ready.clone(), by_id: RefCell::new(HashMap::new()) }
-        })?;
-        let handle = handle.expect("made with the function");
-        Ok(Wakes { _tsfn: tsfn, handle, clients, next_id: Cell::new(1), busy: Cell::new(0) })
+        let (tsfn, handle) = Tsfn::new(js, life, "koma-sdk", Target { ready: ready.clone(), on_wake })?;
+        Ok(Wakes { _tsfn: tsfn, handle, ready, busy: Cell::new(0) })
     }
 
-    /// A new client's id and the waker for its connection.
+    /// A new client's id (unique in the process) and the waker for its connection.
     pub fn waker(&self) -> (u64, Box<dyn Waker>) {
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        let waker = ClientWaker { id, ready: self.clients.ready.clone(), tsfn: self.handle.waker() };
-        (id, Box::new(waker))
-    }
-
-    /// The client `id` is ready to be woken (its context exists now).
-    pub fn register(&self, id: u64, ctx: &Rc<Ctx>) {
-        self.clients.by_id.borrow_mut().insert(id, Rc::downgrade(ctx));
-    }
-
-    pub fn unregister(&self, id: u64) {
-        self.clients.by_id.borrow_mut().remove(&id);
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        (id, Box::new(ClientWaker { id, ready: self.ready.clone(), tsfn: self.handle.waker() }))
     }
 
     /// A client starts (`true`) or stops having something outstanding.

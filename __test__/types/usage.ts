@@ -1,5 +1,5 @@
 // Type-checked with `tsc --strict` by `npm test`, and run by typescript.test.mjs.
-import { Client, type EventItem, type KomaError, type State, type Turn, type TurnResult, type ApprovalRequestedData } from "../../index.js";
+import { Client, Turn, isKomaError, type EventItem, type KomaError, type State, type TurnResult, type ApprovalRequestedData, type InterruptResult, type RunOptions } from "../../index.js";
 
 const executable = process.env.KOMA_SIM ?? "koma";
 
@@ -10,6 +10,11 @@ async function main(): Promise<void> {
   const created = await client.create({ cwd: process.cwd() });
   const state: State = created.state;
   const status: "idle" | "running" | "waiting" = state.status;
+  // State's fields are always present, some null.
+  const session: string | null = state.session;
+  const model: string | null = state.model;
+  void session;
+  void model;
   const { turn } = await client.submit({ text: "read the README" }, { timeout: 5000 });
   for await (const item of client.events()) {
     if (item.type === "overflow") {
@@ -28,14 +33,20 @@ async function main(): Promise<void> {
   try {
     await client.approve({ approval: "a-0", decision: "allow" });
   } catch (e) {
-    const err = e as KomaError;
-    if (err.code === "remote") console.log(`remote ${err.remote?.code}`);
+    // The type guard narrows a caught value to the package's errors.
+    if (isKomaError(e) && e.code === "remote") console.log(`remote ${e.remote?.code}`);
   }
   // A turn in one call, with an async approval handler.
   const ask = async (request: ApprovalRequestedData): Promise<"allow" | "deny"> => (request.tool === "write_file" ? "allow" : "deny");
   const result: TurnResult = await client.run({ text: "fix notes.txt" }, { onApproval: ask, timeout: 10_000 });
   const finished: "completed" | "interrupted" | "failed" | "unknown" = result.status;
   const approvals = result.toolCalls.map((c) => c.approval ?? "none");
+  // A tool's input and output are unknown: narrowed before use.
+  const outputs = result.toolCalls.map((c) => (typeof c.output === "string" ? c.output.length : 0));
+  void outputs;
+  const stopped: InterruptResult = await client.interrupt();
+  const none: string | null = stopped.turn;
+  void none;
   // A Turn: narrowing its events.
   const streamed: Turn = client.turn({ text: "hello" }, { mode: "submit", onApproval: "deny" });
   let pieces = 0;
@@ -53,7 +64,29 @@ async function main(): Promise<void> {
 }
 
 // What must not type-check.
-function wrong(client: Client, item: EventItem): void {
+function wrong(client: Client, item: EventItem, caught: unknown, options: RunOptions): void {
+  // @ts-expect-error a caught value has no code until isKomaError narrows it
+  void caught.code;
+  if (isKomaError(caught)) {
+    const code: KomaError["code"] = caught.code;
+    // @ts-expect-error the codes are the protocol's table
+    const other: typeof code = "ENOENT";
+    void other;
+    const partial: TurnResult | undefined = caught.result;
+    void partial;
+  }
+  if (item.type === "event" && item.name === "tool_call") {
+    // @ts-expect-error a tool's input is unknown, not any
+    void item.data.input.path;
+  }
+  if (item.type === "event" && item.name === "tool_result") {
+    // @ts-expect-error a tool's output is unknown, not any
+    void item.data.output.length;
+  }
+  // @ts-expect-error run()'s onApproval is required in its options type too
+  const noApproval: RunOptions = { mode: "submit" };
+  void noApproval;
+  void options.onApproval;
   // @ts-expect-error misspelt param
   void client.submit({ txt: "x" });
   // @ts-expect-error wrong decision value
@@ -77,6 +110,8 @@ function wrong(client: Client, item: EventItem): void {
   // @ts-expect-error a Turn's id is a promise
   const id: string = client.turn({ text: "x" }).id;
   void id;
+  // @ts-expect-error a Turn is made by client.turn() only: the type has no constructor
+  void new Turn();
   // @ts-expect-error an overflow report is not an event
   const n: "event" = ({ type: "overflow", dropped: 1 } as EventItem).type;
   void n;

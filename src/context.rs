@@ -1,0 +1,94 @@
+//! A client's JavaScript-side context: its connection, its environment, and
+//! what it holds on the JavaScript thread (pending calls, the event queue's
+//! handles, its own object). The actors that use it are functions of their
+//! own files: the call layer (`call.rs`), delivery (`delivery.rs`) and the
+//! event queue (`stream.rs`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use koma_transport::Connection;
+use napi::bindgen_prelude::Object;
+
+use crate::abort::AbortListener;
+use crate::env::EnvData;
+use crate::handles::{Deferred, Js, OwnedRef};
+
+/// One call waiting for its completion.
+pub struct Call {
+    pub deferred: Deferred,
+    /// The call's name, for its `aborted` message.
+    pub what: String,
+    pub abort: Option<AbortListener>,
+}
+
+/// The event queue's JavaScript side (`events.js`), once made.
+pub struct QueueRefs {
+    /// The iterator `events()` returns (the same one every time).
+    pub iterator: OwnedRef,
+    /// Called when events become ready, or the end.
+    pub settle: OwnedRef,
+    /// What the turn layer routes with.
+    pub router: OwnedRef,
+}
+
+#[derive(Default)]
+pub struct JsState {
+    pub calls: HashMap<u64, Call>,
+    pub queue: Option<QueueRefs>,
+    /// The iterator waits for events: the next wake calls its `settle`.
+    pub events_waiting: bool,
+    /// The turn layer's `send`, once made.
+    pub send: Option<OwnedRef>,
+    /// The Client's own object: held strongly while anything is outstanding,
+    /// so a client with work in flight is never collected.
+    client: Option<OwnedRef>,
+    held: bool,
+}
+
+pub struct Ctx {
+    pub conn: Connection,
+    pub env: Rc<EnvData>,
+    /// Its id among the process's clients (see `wake.rs`).
+    pub id: u64,
+    pub state: RefCell<JsState>,
+}
+
+impl Ctx {
+    pub fn new(conn: Connection, env: Rc<EnvData>, id: u64) -> Rc<Ctx> {
+        Rc::new(Ctx { conn, env, id, state: RefCell::new(JsState::default()) })
+    }
+
+    /// Keep a weak reference to the Client's object (made strong while busy).
+    pub fn remember_client(&self, js: Js, this: &Object) -> napi::Result<()> {
+        if self.state.borrow().client.is_none() {
+            let r = OwnedRef::new(js, &self.env.life, this, false)?;
+            self.state.borrow_mut().client = Some(r);
+        }
+        Ok(())
+    }
+
+    /// Reference the wake-up and the client object while anything is outstanding.
+    pub fn update_hold(&self, js: Js) {
+        let mut st = self.state.borrow_mut();
+        let busy = !st.calls.is_empty() || st.events_waiting;
+        if busy == st.held {
+            return;
+        }
+        st.held = busy;
+        self.env.wakes.hold(js, busy);
+        if let Some(client) = &st.client {
+            client.set_strong(js, busy);
+        }
+    }
+
+    /// Let go of the JavaScript side (the Client is being collected, or its
+    /// environment ends): the queue, `send` and the client's own reference.
+    pub fn forget_js(&self) {
+        let mut st = self.state.borrow_mut();
+        st.queue = None;
+        st.send = None;
+        st.client = None;
+    }
+}

@@ -1,0 +1,45 @@
+//! An `Error` with the protocol file's `code`.
+
+use std::ptr;
+
+use koma_transport::KomaError;
+use napi::bindgen_prelude::{Function, JsObjectValue, Object, Unknown};
+use napi::{JsValue, Property, PropertyAttributes};
+
+use super::js::{check, Js};
+use super::strings::text;
+
+/// An `Error` with `e`'s code and message; a remote error carries `remote`
+/// (`{code, message, data}`, its data parsed by `json_parse`), and `cause`
+/// is set as `new Error(message, { cause })` sets it (not enumerable).
+pub fn coded_error<'e>(
+    js: Js<'e>,
+    e: &KomaError,
+    json_parse: Option<&Function<'e>>,
+    cause: Option<Unknown<'e>>,
+) -> napi::Result<Unknown<'e>> {
+    let env = js.env();
+    let code = text(js, e.code.as_str().as_bytes())?;
+    let message = text(js, e.message.as_bytes())?;
+    let mut raw = ptr::null_mut();
+    // SAFETY: two strings of this environment, made above; `raw` receives the error.
+    let status = unsafe { napi::sys::napi_create_error(js.raw(), code.raw(), message.raw(), &mut raw) };
+    check(status, "napi_create_error")?;
+    let mut err = Object::from_raw(js.raw(), raw);
+    if let Some(r) = &e.remote {
+        let mut remote = Object::new(&env)?;
+        remote.set_named_property("code", r.code.as_str())?;
+        remote.set_named_property("message", r.message.as_str())?;
+        match (&r.data, json_parse) {
+            (Some(data), Some(parse)) => remote.set_named_property("data", parse.call(text(js, data.as_bytes())?)?)?,
+            _ => remote.set_named_property("data", ())?,
+        }
+        err.set_named_property("remote", remote)?;
+    }
+    if let Some(cause) = cause {
+        let attributes = PropertyAttributes::Writable | PropertyAttributes::Configurable;
+        let property = Property::new().with_utf8_name("cause")?.with_value(&cause).with_property_attributes(attributes);
+        err.define_properties(&[property])?;
+    }
+    Ok(err.to_unknown())
+}

@@ -1,0 +1,199 @@
+//! Reading the options JavaScript passes: `new Client`'s, every call's last
+//! argument, and `turn()`'s and `run()`'s. Each is checked here, once: a
+//! wrong type, an unknown key or a bad value is `invalid_params` naming it.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use koma_transport::child::SpawnMode;
+use koma_transport::{ErrorCode, KomaError};
+use napi::bindgen_prelude::{FromNapiValue, Object, Unknown};
+use napi::ValueType;
+
+use crate::handles::Js;
+use crate::types::{CallOptions, ClientOptions, TurnOptions};
+use crate::values::{as_object, as_string, get, is_nullish, kind, own_keys};
+
+fn invalid(message: String) -> KomaError {
+    KomaError::new(ErrorCode::InvalidParams, message)
+}
+
+/// The keys of `obj` that are not in `known`, as an error naming the first
+/// (`advice` may say where a key belongs instead).
+fn check_keys(
+    obj: &Object,
+    what: &str,
+    known: &[&str],
+    advice: impl Fn(&str) -> Option<String>,
+) -> Result<(), KomaError> {
+    let keys = own_keys(obj).map_err(|e| invalid(format!("{what}: its keys could not be read ({})", e.reason)))?;
+    match keys.iter().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(invalid(advice(k).unwrap_or_else(|| {
+            let list = known.iter().map(|k| format!("{k}?")).collect::<Vec<_>>().join(", ");
+            format!("{what}: unknown option `{k}` (the options are {{ {list} }})")
+        }))),
+    }
+}
+
+/// A member of an options object, `None` when undefined or null.
+fn member<'e>(js: Js<'e>, obj: &Object<'e>, what: &str, name: &str) -> Result<Option<Unknown<'e>>, KomaError> {
+    let v = get(js, obj, name).map_err(|why| invalid(format!("{what}: `{name}` could not be read ({why})")))?;
+    Ok((!is_nullish(&v)).then_some(v))
+}
+
+fn string_member(js: Js, obj: &Object, what: &str, name: &str) -> Result<Option<String>, KomaError> {
+    match member(js, obj, what, name)? {
+        None => Ok(None),
+        Some(v) => as_string(v).map(Some).ok_or_else(|| invalid(format!("{what}: `{name}` must be a string"))),
+    }
+}
+
+/// Milliseconds: a finite number >= 0 that a `Duration` can hold (see [`duration`]).
+fn millis(v: Unknown, what: &str, name: &str) -> Result<f64, KomaError> {
+    let bad = || invalid(format!("{what}: `{name}` must be a finite number of milliseconds >= 0"));
+    if kind(&v) != ValueType::Number {
+        return Err(bad());
+    }
+    let ms = f64::from_unknown(v).map_err(|_| bad())?;
+    if !(ms >= 0.0 && ms.is_finite()) {
+        return Err(bad());
+    }
+    match Duration::try_from_secs_f64(ms / 1000.0) {
+        Ok(_) => Ok(ms),
+        Err(_) => Err(invalid(format!("{what}: `{name}` is too large"))),
+    }
+}
+
+/// Milliseconds that were read by this module, as a duration.
+pub fn duration(ms: f64) -> Duration {
+    Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX)
+}
+
+/// A signal: anything with `addEventListener`, as an `AbortSignal` has.
+fn signal<'e>(js: Js<'e>, obj: &Object<'e>, what: &str) -> Result<Option<Object<'e>>, KomaError> {
+    let Some(v) = member(js, obj, what, "signal")? else { return Ok(None) };
+    let bad = || invalid(format!("{what}: `signal` must be an AbortSignal"));
+    let signal = as_object(v).ok_or_else(bad)?;
+    match get(js, &signal, "addEventListener") {
+        Ok(f) if kind(&f) == ValueType::Function => Ok(Some(signal)),
+        _ => Err(bad()),
+    }
+}
+
+/// `new Client(options)`'s options.
+pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaError> {
+    const WHAT: &str = "new Client";
+    let obj = v.and_then(as_object).ok_or_else(|| {
+        invalid(format!("{WHAT}: options must be an object {{ executable, cwd?, env?, trace?, helloTimeout? }}"))
+    })?;
+    check_keys(&obj, WHAT, &["executable", "cwd", "env", "trace", "helloTimeout"], |_| None)?;
+    let executable = match get(js, &obj, "executable") {
+        Ok(v) => as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `executable` must be a string")))?,
+        Err(why) => return Err(invalid(format!("{WHAT}: `executable` could not be read ({why})"))),
+    };
+    let env = match member(js, &obj, WHAT, "env")? {
+        None => None,
+        Some(v) => {
+            let env = as_object(v).ok_or_else(|| invalid(format!("{WHAT}: `env` must be an object of strings")))?;
+            let keys =
+                own_keys(&env).map_err(|e| invalid(format!("{WHAT}: `env` could not be read ({})", e.reason)))?;
+            let mut vars = HashMap::with_capacity(keys.len());
+            for k in keys {
+                let v =
+                    get(js, &env, &k).map_err(|why| invalid(format!("{WHAT}: `env.{k}` could not be read ({why})")))?;
+                if kind(&v) == ValueType::Undefined {
+                    continue; // as Node's spawn does
+                }
+                let v = as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `env.{k}` must be a string")))?;
+                vars.insert(k, v);
+            }
+            Some(vars)
+        }
+    };
+    let trace = match member(js, &obj, WHAT, "trace")? {
+        None => None,
+        Some(v) if kind(&v) == ValueType::Boolean => bool::from_unknown(v).ok(),
+        Some(_) => return Err(invalid(format!("{WHAT}: `trace` must be a boolean"))),
+    };
+    let hello_timeout = match get(js, &obj, "helloTimeout") {
+        Ok(v) if kind(&v) == ValueType::Undefined => None,
+        Ok(v) if kind(&v) == ValueType::Null => Some(None),
+        Ok(v) => Some(Some(
+            millis(v, WHAT, "helloTimeout").map_err(|e| invalid(format!("{}, or null for no bound", e.message)))?,
+        )),
+        Err(why) => return Err(invalid(format!("{WHAT}: `helloTimeout` could not be read ({why})"))),
+    };
+    Ok(ClientOptions { executable, cwd: string_member(js, &obj, WHAT, "cwd")?, env, trace, hello_timeout })
+}
+
+/// A call's options (its optional last argument); `what` is its name.
+pub fn call_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<CallOptions<'e>, KomaError> {
+    let Some(v) = v.filter(|v| !is_nullish(v)) else { return Ok(CallOptions { signal: None, timeout: None }) };
+    let obj =
+        as_object(v).ok_or_else(|| invalid(format!("{what}: options must be an object {{ signal?, timeout? }}")))?;
+    check_keys(&obj, what, &["signal", "timeout"], |k| {
+        matches!(k, "onApproval" | "mode").then(|| {
+            format!(
+                "{what}: `{k}` is an option of turn() and run(), which start a turn and answer its approvals; \
+                 a call's options are {{ signal?, timeout? }}; nothing was sent"
+            )
+        })
+    })?;
+    let timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
+    Ok(CallOptions { signal: signal(js, &obj, what)?, timeout })
+}
+
+/// `turn()`'s or `run()`'s options (`what` says which: `run` requires `onApproval`).
+pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<TurnOptions<'e>, KomaError> {
+    let empty = TurnOptions { mode: None, on_approval: None, signal: None, timeout: None };
+    let options = match v.filter(|v| !is_nullish(v)) {
+        None => empty,
+        Some(v) => {
+            let obj = as_object(v).ok_or_else(|| {
+                invalid(format!("{what}: options must be an object {{ mode?, onApproval?, signal?, timeout? }}"))
+            })?;
+            check_keys(&obj, what, &["mode", "onApproval", "signal", "timeout"], |_| None)?;
+            let mode = match member(js, &obj, what, "mode")?.map(as_string) {
+                None => None,
+                Some(Some(m)) if m == "submit" || m == "interrupt" => Some(m),
+                Some(_) => return Err(invalid(format!("{what}: `mode` must be \"submit\" or \"interrupt\""))),
+            };
+            let on_approval = match member(js, &obj, what, "onApproval")? {
+                None => None,
+                Some(f) if kind(&f) == ValueType::Function => Some(f),
+                Some(s) if matches!(as_string(s).as_deref(), Some("allow" | "deny")) => Some(s),
+                Some(_) => {
+                    return Err(invalid(format!("{what}: `onApproval` must be a function, \"allow\" or \"deny\"")))
+                }
+            };
+            let timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
+            TurnOptions { mode, on_approval, signal: signal(js, &obj, what)?, timeout }
+        }
+    };
+    if what == "run" && options.on_approval.is_none() {
+        return Err(invalid(
+            "run: `onApproval` is required (a function, \"allow\" or \"deny\"): nobody else sees the turn's approvals"
+                .into(),
+        ));
+    }
+    Ok(options)
+}
+
+/// How children are started, from `KOMA_SDK_SPAWN` (read once per process):
+/// unset or `auto`, `no-pidfd` (Linux without pidfds) or `portable` (the
+/// portable Unix path, as on macOS).
+pub fn spawn_mode() -> Result<SpawnMode, KomaError> {
+    static MODE: OnceLock<Result<SpawnMode, String>> = OnceLock::new();
+    MODE.get_or_init(|| match std::env::var("KOMA_SDK_SPAWN").as_deref() {
+        Err(_) | Ok("" | "auto") => Ok(SpawnMode::Auto),
+        Ok("no-pidfd") => Ok(SpawnMode::NoPidfd),
+        Ok("portable") => Ok(SpawnMode::Portable),
+        Ok(other) => {
+            Err(format!("new Client: KOMA_SDK_SPAWN={other:?} is not a spawn mode (auto, no-pidfd or portable)"))
+        }
+    })
+    .clone()
+    .map_err(invalid)
+}
