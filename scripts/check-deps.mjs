@@ -41,9 +41,13 @@ function blank(src) {
       let depth = 1;
       let j = i + 2;
       while (j < n && depth > 0) {
-        if (src[j] === "/" && src[j + 1] === "*") (depth++, (j += 2));
-        else if (src[j] === "*" && src[j + 1] === "/") (depth--, (j += 2));
-        else j++;
+        if (src[j] === "/" && src[j + 1] === "*") {
+          depth++;
+          j += 2;
+        } else if (src[j] === "*" && src[j + 1] === "/") {
+          depth--;
+          j += 2;
+        } else j++;
       }
       out += keepNewlines(src.slice(i, j));
       i = j;
@@ -108,7 +112,10 @@ function crateFiles(srcDir) {
       if (child) visit(modPath ? `${modPath}::${name}` : name, child);
     }
   };
-  visit("", ["lib.rs", "main.rs"].map((f) => join(srcDir, f)).find((f) => existsSync(f)));
+  visit(
+    "",
+    ["lib.rs", "main.rs"].map((f) => join(srcDir, f)).find((f) => existsSync(f)),
+  );
   return modules;
 }
 
@@ -190,12 +197,19 @@ function checkCrate(srcDir) {
       let base;
       let rest;
       const atSegs = at ? at.split("::") : [];
-      if (segs[0] === "crate") (base = []), (rest = segs.slice(1));
-      else if (segs[0] === "self") (base = atSegs), (rest = segs.slice(1));
-      else if (segs[0] === "super") {
+      if (segs[0] === "crate") {
+        base = [];
+        rest = segs.slice(1);
+      } else if (segs[0] === "self") {
+        base = atSegs;
+        rest = segs.slice(1);
+      } else if (segs[0] === "super") {
         base = atSegs;
         rest = segs;
-        while (rest[0] === "super") (base = base.slice(0, -1)), (rest = rest.slice(1));
+        while (rest[0] === "super") {
+          base = base.slice(0, -1);
+          rest = rest.slice(1);
+        }
         if (rest[0] === "self") rest = rest.slice(1);
       } else {
         const kids = childModsOf.get(at);
@@ -245,7 +259,12 @@ function checkCrate(srcDir) {
           if (to) addEdge(file, to, line, `use ${p.join("::")}`);
         }
         i = j;
-      } else if ((t === "crate" || t === "super" || t === "self") && toks[i + 1]?.t === "::" && toks[i - 1]?.t !== "::" && toks[i - 1]?.t !== "$") {
+      } else if (
+        (t === "crate" || t === "super" || t === "self") &&
+        toks[i + 1]?.t === "::" &&
+        toks[i - 1]?.t !== "::" &&
+        toks[i - 1]?.t !== "$"
+      ) {
         const segs = [t];
         let j = i + 1;
         while (toks[j]?.t === "::" && /^\w+$/.test(toks[j + 1]?.t ?? "")) {
@@ -338,7 +357,8 @@ function checkJs(dir) {
     }
     return undefined;
   };
-  const re = /(?:\bimport\s[^;]*?\sfrom\s*|\bexport\s[^;]*?\sfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)["'](\.{1,2}\/[^"']+)["']/g;
+  const re =
+    /(?:\bimport\s[^;]*?\sfrom\s*|\bexport\s[^;]*?\sfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)["'](\.{1,2}\/[^"']+)["']/g;
   for (const f of files) {
     const text = readFileSync(f, "utf8");
     for (const m of text.matchAll(re)) {
@@ -388,7 +408,8 @@ function cycles(edges) {
         const lines = [`a cycle between ${scc.length} files: ${scc.map(rel).sort().join(", ")}`];
         for (const a of [...scc].sort()) {
           for (const [b, refs] of edges.get(a) ?? []) {
-            if (set.has(b)) lines.push(`    ${rel(a)} -> ${rel(b)} (line ${refs.slice(0, 3).join("; line ")}${refs.length > 3 ? "; ..." : ""})`);
+            if (set.has(b))
+              lines.push(`    ${rel(a)} -> ${rel(b)} (line ${refs.slice(0, 3).join("; line ")}${refs.length > 3 ? "; ..." : ""})`);
           }
         }
         out.push(lines.join("\n"));
@@ -404,16 +425,17 @@ const rel = (f) => relative(process.cwd(), f) || ".";
 // ---- main
 
 const args = process.argv.slice(2);
-const defaults = () => [
-  "src",
-  ...readdirSync(join(root, "crates")).map((c) => join("crates", c, "src")),
-  "python/src",
-  "scripts",
-  "bench",
-  "__test__",
-  "examples",
-  "python/tests",
-].filter((d) => existsSync(join(root, d)));
+const defaults = () =>
+  [
+    "src",
+    ...readdirSync(join(root, "crates")).map((c) => join("crates", c, "src")),
+    "python/src",
+    "scripts",
+    "bench",
+    "__test__",
+    "examples",
+    "python/tests",
+  ].filter((d) => existsSync(join(root, d)));
 let found = 0;
 for (const dir of args.length ? args.map((d) => resolve(d)) : defaults().map((d) => join(root, d))) {
   const isCrate = existsSync(join(dir, "lib.rs")) || existsSync(join(dir, "main.rs"));
