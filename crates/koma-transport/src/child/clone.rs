@@ -150,9 +150,9 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack, pidfd: bool
         let executable = options.executable.clone();
         return Err(match stage {
             STAGE_CHDIR => LaunchError::Cwd { cwd: options.cwd.clone().unwrap_or_default(), error },
-            STAGE_EXEC => match prepared.search.directory().filter(|_| errno == libc::EACCES) {
-                Some(path) => LaunchError::Directory { executable, path },
-                None => LaunchError::Executable { executable, error },
+            STAGE_EXEC => match (errno == libc::EACCES).then(|| prepared.search.directory(options.cwd.as_deref())) {
+                Some(Some(path)) => LaunchError::Directory { executable, path },
+                _ => LaunchError::Executable { executable, error },
             },
             _ => other("could not set up the child", error),
         });
@@ -267,8 +267,9 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, ptr::null_mut());
-        // As execvp: try each candidate; report EACCES if one was found but
-        // not executable, else the last error.
+        // As execvp: try each candidate; stop at an error other than a
+        // missing or unrunnable file; else report EACCES if a file could not
+        // run, or that none was found.
         let mut saw_eacces = false;
         let mut last = libc::ENOENT;
         let mut n = 0;
@@ -282,6 +283,13 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             }
             n += 1;
         }
-        fail(a, STAGE_EXEC, if saw_eacces { libc::EACCES } else { last })
+        // Reported as the portable path reports it: what is missing is
+        // ENOENT, even where a part of its path is not a directory.
+        let errno = match last {
+            libc::ENOENT | libc::ENOTDIR | libc::EACCES if saw_eacces => libc::EACCES,
+            libc::ENOTDIR => libc::ENOENT,
+            other => other,
+        };
+        fail(a, STAGE_EXEC, errno)
     }
 }

@@ -1,6 +1,7 @@
 //! Where the executable is looked for, as `execvp` looks: the name itself if
 //! it holds a `/`, else each directory of the child's `PATH` joined with it.
-//! Both spawn paths use it, so that a failure is described the same way.
+//! Both spawn paths search with it (neither leaves the search to a library
+//! function that may fall back to a shell), so a failure reads the same.
 
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -33,10 +34,23 @@ impl Search {
         Some(Search { candidates })
     }
 
+    /// Each candidate as the child sees it: a relative one is relative to the
+    /// child's working directory `cwd` (the parent's when `None`).
+    pub fn paths(&self, cwd: Option<&Path>) -> impl Iterator<Item = PathBuf> + '_ {
+        let base = cwd.map(Path::to_path_buf);
+        self.candidates.iter().map(move |c| {
+            let p = Path::new(OsStr::from_bytes(c.as_bytes()));
+            match &base {
+                Some(base) if p.is_relative() => base.join(p),
+                _ => p.to_path_buf(),
+            }
+        })
+    }
+
     /// After an exec failed with `EACCES`: the first candidate that exists,
     /// if it is a directory (the one a user takes for the program).
-    pub fn directory(&self) -> Option<PathBuf> {
-        let first = self.candidates.iter().map(|c| Path::new(OsStr::from_bytes(c.as_bytes()))).find(|p| p.exists())?;
-        first.is_dir().then(|| first.to_path_buf())
+    pub fn directory(&self, cwd: Option<&Path>) -> Option<PathBuf> {
+        let first = self.paths(cwd).find(|p| p.exists())?;
+        first.is_dir().then_some(first)
     }
 }

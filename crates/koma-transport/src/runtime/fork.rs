@@ -85,8 +85,7 @@ impl<T: Send + Sync + 'static> ForkLocal<T> {
             // One thread makes it; the others wait for it. A claim of another
             // generation is the parent's, whose thread is gone: take it over.
             let seen = self.making.load(Ordering::Acquire);
-            if seen != claim && self.making.compare_exchange(seen, claim, Ordering::AcqRel, Ordering::Acquire).is_ok()
-            {
+            if seen != claim && self.making.compare_exchange(seen, claim, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 let unclaim = Unclaim(&self.making);
                 let made = Box::into_raw(Box::new(Made { generation, value: make() }));
                 // The previous value (the parent's, in a forked child) is leaked on purpose.
