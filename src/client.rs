@@ -163,7 +163,7 @@ impl Client {
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
         let conn = Connection::new(
-            ConnectionOptions { launch, trace: trace || env_trace(), label: "koma-sdk".into(), hello_timeout: None },
+            ConnectionOptions { launch, trace: trace || env_trace(), label: "koma-sdk".into(), ..Default::default() },
             waker,
         );
         let ctx = Rc::new(Ctx { conn, env: env_data, id, state: std::cell::RefCell::new(state) });
