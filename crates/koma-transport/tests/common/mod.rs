@@ -1,5 +1,5 @@
 //! Driving a `Connection` from a test thread, the way the binding does from
-//! its JavaScript thread: a waker that counts wakes, and completions drained
+//! the host's thread: a waker that counts wakes, and completions drained
 //! and kept by token.
 #![allow(dead_code)]
 
@@ -253,6 +253,7 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: pidfd_open returns a new descriptor that we then own, or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a new descriptor, owned by no one else.
     (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 

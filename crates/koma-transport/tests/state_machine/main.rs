@@ -38,8 +38,14 @@
 //! - `KOMA_SM_KEEP_GOING=1`: run every case even after a failure (at most 20
 //!   are printed; then every kind of error is counted, with a seed for each).
 //!
-//! At the end of the file, two bugs the random cases found, pinned down
+//! At the end of this file, two bugs the random cases found, pinned down
 //! without a race.
+//!
+//! The files: `plan` (a case's plan, from its seed), `ledger` (the calls and
+//! whether an outcome fits), `child` (the child named while it ran, and what
+//! must hold of it after close), `case` (one case, driven and checked),
+//! `totals` (the run's figures), `env`, `homes` and `retired` (the run's
+//! knobs, the sims' homes, connections drained again after their case).
 
 #[path = "../common/mod.rs"]
 mod common;
