@@ -102,36 +102,21 @@ impl Totals {
             cpu_seconds(libc::RUSAGE_SELF),
             cpu_seconds(libc::RUSAGE_CHILDREN)
         );
-        eprintln!("  phases: {}", t.by_phase.iter().map(|(p, n)| format!("{p:?} {n}")).collect::<Vec<_>>().join(", "));
+        eprintln!("  phases: {}", list(&t.by_phase, |(p, n)| format!("{p:?} {n}")));
         if !t.not_reached.is_empty() {
-            eprintln!(
-                "  phase not reached: {}",
-                t.not_reached.iter().map(|(p, n)| format!("{p:?} {n}")).collect::<Vec<_>>().join(", ")
-            );
+            eprintln!("  phase not reached: {}", list(&t.not_reached, |(p, n)| format!("{p:?} {n}")));
         }
-        eprintln!(
-            "  operations per case: {}",
-            t.by_op_count.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
-        );
-        eprintln!(
-            "  operations (planned / taken effect): {}",
-            t.by_op.iter().map(|(o, (n, a))| format!("{o:?} {n}/{a}")).collect::<Vec<_>>().join(", ")
-        );
-        eprintln!(
-            "  completions: {}",
-            t.outcomes.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-        );
-        eprintln!(
-            "  refused at once: {}",
-            t.refusals.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-        );
+        eprintln!("  operations per case: {}", list(&t.by_op_count, |(k, n)| format!("{k}: {n}")));
+        eprintln!("  operations (planned / taken effect): {}", list(&t.by_op, |(o, (n, a))| format!("{o:?} {n}/{a}")));
+        eprintln!("  completions: {}", list(&t.outcomes, |(k, n)| format!("{k} {n}")));
+        eprintln!("  refused at once: {}", list(&t.refusals, |(k, n)| format!("{k} {n}")));
         eprintln!(
             "  abandoned calls whose completion was queued before the abandon: {}; close's own detach completions: {}; events taken: {}, overflow reports: {}",
             t.abandoned_delivered, t.internal, t.events_taken, t.overflows
         );
         eprintln!(
             "  child checks: {}; the connection's pidfd and pipes found in this process while the child ran: {} of {} cases looked at",
-            t.coverage.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "),
+            list(&t.coverage, |(k, n)| format!("{k} {n}")),
             t.identified,
             t.sampled
         );
@@ -160,6 +145,11 @@ impl Totals {
             }
         }
     }
+}
+
+/// Each item as `each` shows it, comma-separated.
+fn list<T>(items: impl IntoIterator<Item = T>, each: impl Fn(T) -> String) -> String {
+    items.into_iter().map(each).collect::<Vec<_>>().join(", ")
 }
 
 /// An error's message with its numbers masked, to count errors by kind.
