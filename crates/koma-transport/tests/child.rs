@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{children_of_self, pidfd_open, pidfd_signal, pidfd_wait_exit, serial, sim_path, thread_names, Client};
+use common::{
+    children_of_self, hold_pipes_of, pidfd_open, pidfd_signal, pidfd_wait_exit, serial, sim_path, thread_names, Client,
+};
 use koma_transport::child::{LaunchOptions, SpawnMode};
 use koma_transport::{ErrorCode, KomaError, Outcome, Probe};
 
@@ -70,6 +72,7 @@ fn os(s: impl AsRef<std::ffi::OsStr>) -> OsString {
 /// fail with `spawn_failed` and leave no process behind. Its error.
 fn launch_error(mode: SpawnMode, executable: OsString, cwd: Option<PathBuf>, env: &[(&str, &Path)]) -> KomaError {
     let env = env.iter().map(|(k, v)| (os(k), os(v))).collect();
+    let before = children_of_self();
     let mut c = Client::with(LaunchOptions { executable, cwd, env, spawn: mode });
     let t = c.conn.token();
     assert!(matches!(c.conn.probe(t, None).unwrap(), Probe::Wait));
@@ -79,7 +82,7 @@ fn launch_error(mode: SpawnMode, executable: OsString, cwd: Option<PathBuf>, env
     };
     c.close();
     assert_eq!(e.code, ErrorCode::SpawnFailed, "{}", e.message);
-    assert_eq!(children_of_self(), vec![], "a failed launch leaves no process");
+    assert_eq!(children_of_self(), before, "a failed launch leaves no process");
     e
 }
 
@@ -271,11 +274,15 @@ fn koma_dies_with_the_process_that_started_it(mode: SpawnMode) {
         .expect("the holder printed koma's pid");
     // koma is the holder's child, unreaped while the holder lives: the pidfd is koma's.
     let koma = pidfd_open(pid).expect("koma runs");
+    // So that the end of the holder ends nothing else of koma's: no end of
+    // stdin, no broken pipe. Only the parent-death signal can stop it.
+    let pipes = hold_pipes_of(pid);
     holder.kill().unwrap();
     holder.wait().unwrap();
     let died = pidfd_wait_exit(&koma, Duration::from_secs(20));
     if !died {
         pidfd_signal(&koma, libc::SIGKILL);
     }
+    drop(pipes);
     assert!(died, "koma outlived the process that started it (no parent-death signal)");
 }

@@ -13,7 +13,7 @@ mod common;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use common::{alive, children_of_self, group_alive, pidfd_open, pidfd_signal, pidfd_wait_exit, Client};
+use common::{alive, children_of_self, group_alive, hold_pipes_of, pidfd_open, pidfd_signal, pidfd_wait_exit, Client};
 use koma_transport::child::SpawnMode;
 use koma_transport::runtime::generation;
 
@@ -72,8 +72,10 @@ fn fork_and_check(mode: SpawnMode) {
         wait_child(pid);
         panic!("{mode:?}: the forked child hung (no report after {HANG:?})");
     }
-    let left = read_i32(&report_r);
-    let left = left.filter(|&p| p > 0).map(|p| pidfd_open(p).expect("the child's koma runs until the child exits"));
+    let left = read_i32(&report_r).filter(|&p| p > 0);
+    // Named by a pidfd, and its pipes held here, so that the child's end ends
+    // nothing else of koma's: only the parent-death signal can stop it.
+    let left = left.map(|p| (pidfd_open(p).expect("the child's koma runs until the child exits"), hold_pipes_of(p)));
     write_i32(&go_w, 1);
     let code = wait_child(pid);
     let why = CHILD_FAILURES.iter().find(|(c, _)| *c == code).map_or("an unknown exit code", |(_, w)| w);
@@ -81,11 +83,12 @@ fn fork_and_check(mode: SpawnMode) {
 
     // The child's spawner thread was its own: its koma got the parent-death
     // signal when the child ended (Linux's clone path; not `Portable`).
-    if let Some(koma) = left {
+    if let Some((koma, pipes)) = left {
         let died = pidfd_wait_exit(&koma, Duration::from_secs(20));
         if !died {
             pidfd_signal(&koma, libc::SIGKILL);
         }
+        drop(pipes);
         assert!(died, "{mode:?}: the koma left running in the child outlived it");
     }
 

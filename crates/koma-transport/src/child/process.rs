@@ -171,9 +171,13 @@ impl Process {
         let info = wait_exited(self.pid, false);
         *reaped = true;
         drop(reaped);
-        if let Watch::Thread { thread, .. } = &self.watch {
-            if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                let _ = t.join();
+        match &self.watch {
+            #[cfg(target_os = "linux")]
+            Watch::Pidfd(_) => {}
+            Watch::Thread { thread, .. } => {
+                if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    let _ = t.join();
+                }
             }
         }
         info

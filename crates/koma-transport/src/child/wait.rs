@@ -25,7 +25,8 @@ pub(crate) fn wait_exited(pid: i32, peek: bool) -> ExitInfo {
     }
 }
 
-/// The exit, if `pid` has exited (without reaping it).
+/// The exit, if `pid` has exited (without reaping it). Only the pidfd watch asks.
+#[cfg(target_os = "linux")]
 pub(crate) fn try_exited(pid: i32) -> Option<ExitInfo> {
     // SAFETY: as in `wait_exited`, with WNOHANG.
     let (rc, info) = unsafe {

@@ -286,6 +286,23 @@ pub fn pidfd_wait_exit(pidfd: &std::os::fd::OwnedFd, limit: Duration) -> bool {
     }
 }
 
+/// Open `pid`'s stdin, stdout and stderr (pipes) here too, read and write,
+/// through /proc. While these are held, the process sees no end of stdin and
+/// no broken pipe when whoever started it dies: only a signal ends it.
+pub fn hold_pipes_of(pid: i32) -> Vec<std::os::fd::OwnedFd> {
+    (0..3)
+        .map(|fd| {
+            let path = format!("/proc/{pid}/fd/{fd}");
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap_or_else(|e| panic!("{path}: {e}"))
+                .into()
+        })
+        .collect()
+}
+
 /// The names of this process's threads now (at most 15 bytes each, as the kernel keeps them).
 pub fn thread_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
