@@ -71,6 +71,8 @@ fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionO
         },
         #[cfg(feature = "testing")]
         faults: crate::testing::faults(),
+        // The core's `faults` when a workspace build turns its `testing` feature on without ours.
+        ..Default::default()
     })
 }
 

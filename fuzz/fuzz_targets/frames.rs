@@ -1,14 +1,11 @@
 //! Fuzz the frame reader and classifier: arbitrary bytes in arbitrary chunks.
 //! Byte 0 modulo 16 says how many chunk lengths follow (a byte each); the rest
-//! is the stdout stream. The properties are in `common/frames_check.rs`, which
-//! `crates/koma-transport/tests/chunking.rs` replays over `corpus/frames`.
+//! is the stdout stream. The properties are in `koma_transport::testing::frames`,
+//! which `crates/koma-transport/tests/chunking.rs` replays over `corpus/frames`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../common/frames_check.rs"]
-mod frames_check;
-
 fuzz_target!(|data: &[u8]| {
-    frames_check::check_fuzz_input(data);
+    koma_transport::testing::frames::check_fuzz_input(data);
 });

@@ -3,7 +3,8 @@
 //! with a `pre_exec` hook, as the supervisor used before), `posix_spawn`
 //! (std's `Command` without a hook: glibc's vfork-style clone, but no way to
 //! set the parent-death signal), and this crate's spawner (`child::launch`:
-//! one spawner thread, `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)`).
+//! one spawner thread) in each spawn mode: `clone(CLONE_VM | CLONE_VFORK |
+//! CLONE_PIDFD)`, the same clone without a pidfd, and the portable path.
 //!
 //!     cargo run --release -p koma-transport --example spawn_cost -- [MiB] [threads] [spawns]
 //!
@@ -14,7 +15,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use koma_transport::child::{self, LaunchOptions};
+use koma_transport::child::{self, LaunchOptions, SpawnMode};
 use koma_transport::runtime::runtime;
 
 fn main() {
@@ -52,15 +53,17 @@ fn main() {
     let posix_spawn = |()| {
         command().spawn().expect("spawn").wait().expect("wait");
     };
-    let launch = |()| {
+    let launch = |spawn: SpawnMode| {
         runtime().block_on(async {
-            let options =
-                LaunchOptions { executable: "/bin/true".into(), cwd: None, env: Vec::new(), ..Default::default() };
+            let options = LaunchOptions { executable: "/bin/true".into(), cwd: None, env: Vec::new(), spawn };
             let Ok(spawned) = child::launch(options).await else { panic!("launch failed") };
             spawned.process.exited().await;
             spawned.process.reap();
         })
     };
+    let clone = |()| launch(SpawnMode::Auto);
+    let clone_no_pidfd = |()| launch(SpawnMode::NoPidfd);
+    let portable = |()| launch(SpawnMode::Portable);
     println!(
         "parent: {mib} MiB touched, {threads} idle threads, {spawns} spawns per method (median µs per spawn + wait)"
     );
@@ -68,7 +71,9 @@ fn main() {
         for (name, f) in [
             ("fork (pre_exec)", &fork as &dyn Fn(())),
             ("posix_spawn", &posix_spawn),
-            ("koma spawner (clone VM|VFORK|PIDFD)", &launch),
+            ("koma spawner (clone VM|VFORK|PIDFD)", &clone),
+            ("koma spawner (clone VM|VFORK)", &clone_no_pidfd),
+            ("koma spawner (portable: posix_spawn)", &portable),
         ] {
             let samples: Vec<f64> = (0..spawns).map(|_| time(&|| f(()))).collect();
             if round == 1 {

@@ -34,6 +34,8 @@ pub mod pending;
 pub mod quote;
 pub mod runtime;
 pub mod stderr;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};
 pub use error::{ErrorCode, KomaError, RemoteError};

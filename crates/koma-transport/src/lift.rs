@@ -366,6 +366,7 @@ fn decode(quoted: &[u8]) -> Option<Text> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Rng;
     use serde_json::Value;
 
     /// Put the lifted strings back into the parsed skeleton, as a host does.
@@ -486,20 +487,6 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator (xorshift), so the test needs no crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     fn gen_string(r: &mut Rng, out: &mut String) {
         const PIECES: &[&str] =
             &["a", "b", "é", "☃", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", " ", "\\\\", "k"];
@@ -557,7 +544,7 @@ mod tests {
     /// exactly when the input is, and a valid input restores to its own parse.
     #[test]
     fn skeleton_validity_matches_the_input_and_values_restore() {
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut r = Rng::new(0x9E37_79B9_7F4A_7C15);
         let (mut lifted, mut checked) = (0, 0);
         for _ in 0..40_000 {
             let mut text = String::new();

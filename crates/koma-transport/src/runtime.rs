@@ -1,15 +1,20 @@
 //! The I/O runtime that every connection's tasks run on: two worker threads,
 //! made on first use and never shut down, so that it serves every host
-//! environment of the process (a Node Worker, a Python interpreter).
+//! environment of the process (each thread or interpreter that makes clients).
+//!
+//! A child made by `fork()` has none of these threads: it makes a runtime of
+//! its own on first use, and leaves the parent's copy alone (see `fork`).
 
-use std::sync::OnceLock;
+pub(crate) mod fork;
 
 use tokio::runtime::Runtime;
 
+pub use fork::generation;
+
 /// The runtime of this process.
 pub fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
+    static RT: fork::ForkLocal<Runtime> = fork::ForkLocal::new();
+    RT.get(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("koma-io")
@@ -17,10 +22,4 @@ pub fn runtime() -> &'static Runtime {
             .build()
             .expect("tokio runtime")
     })
-}
-
-/// Which process image the runtime belongs to: changes in a child made by
-/// `fork()` (not yet: see the fork-safety work).
-pub fn generation() -> u64 {
-    0
 }

@@ -1,62 +1,34 @@
 //! The frame reader's verdict does not depend on how stdout is chunked (A.2),
 //! and it holds no more than the 40 MiB bound (A.10).
 //!
-//! The property check is the `frames` fuzz target's, included from
-//! `fuzz/common/frames_check.rs`. This test replays every file of
+//! The property check is the `frames` fuzz target's
+//! (`koma_transport::testing::frames`). This test replays every file of
 //! `fuzz/corpus/frames` through it (each in its own chunking and in random
 //! ones), then a few thousand generated streams, then (release builds only)
 //! streams around the 40 MiB bound, and measures the memory the splitter takes.
-
-#[path = "../../../fuzz/common/frames_check.rs"]
-mod frames_check;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::PathBuf;
 
-use frames_check::{check, check_fuzz_input, split_fuzz_input, PARTIAL_LIMIT};
 use koma_transport::frame::{classify, Frame, LineSplitter, Violation};
+use koma_transport::testing::frames::{check, check_fuzz_input, split_fuzz_input, PARTIAL_LIMIT};
+use koma_transport::testing::Rng;
 use koma_transport::MAX_FRAME_BYTES;
 
 // ---------------------------------------------------------------------------
-// A small PRNG (xorshift64*), so that no dependency is needed.
-
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+// Random chunkings.
 
 /// Random read lengths: some empty reads, many tiny ones, some large.
 fn random_chunking(rng: &mut Rng) -> Vec<usize> {
-    let n = 1 + rng.below(6);
+    let n = 1 + rng.index(6);
     let mut sizes: Vec<usize> = (0..n)
-        .map(|_| match rng.below(20) {
+        .map(|_| match rng.index(20) {
             0 => 0,
-            1..=7 => 1 + rng.below(4),
-            8..=13 => 1 + rng.below(64),
-            14..=17 => 1 + rng.below(1024),
-            _ => 1 + rng.below(70_000),
+            1..=7 => 1 + rng.index(4),
+            8..=13 => 1 + rng.index(64),
+            14..=17 => 1 + rng.index(1024),
+            _ => 1 + rng.index(70_000),
         })
         .collect();
     if sizes.iter().all(|&s| s == 0) {
@@ -134,25 +106,25 @@ fn long_line(piece: &str, n: usize) -> Vec<u8> {
 
 fn generated_stream(rng: &mut Rng) -> Vec<u8> {
     let mut out = Vec::new();
-    for _ in 0..1 + rng.below(12) {
-        let mut line: Vec<u8> = match rng.below(10) {
+    for _ in 0..1 + rng.index(12) {
+        let mut line: Vec<u8> = match rng.index(10) {
             0..=4 => rng.pick(FRAMES).as_bytes().to_vec(),
             5 => {
                 let piece = *rng.pick(&["x", "é", "€", "😀", "\\\\", "\\u001b"]);
-                let n = match rng.below(4) {
-                    0 => rng.below(300),
-                    1 => 190 + rng.below(20),
-                    2 => 8000 + rng.below(400),
-                    _ => rng.below(40_000),
+                let n = match rng.index(4) {
+                    0 => rng.index(300),
+                    1 => 190 + rng.index(20),
+                    2 => 8000 + rng.index(400),
+                    _ => rng.index(40_000),
                 };
                 long_line(piece, n)
             }
-            6 => (0..rng.below(64)).map(|_| rng.next() as u8).collect(),
+            6 => (0..rng.index(64)).map(|_| rng.next_u64() as u8).collect(),
             _ => {
                 // a frame with odd bytes put in
                 let mut l = rng.pick(FRAMES).as_bytes().to_vec();
-                for _ in 0..1 + rng.below(3) {
-                    let at = rng.below(l.len() + 1);
+                for _ in 0..1 + rng.index(3) {
+                    let at = rng.index(l.len() + 1);
                     let odd = *rng.pick(ODD_BYTES);
                     l.splice(at..at, odd.iter().copied());
                 }
@@ -163,8 +135,8 @@ fn generated_stream(rng: &mut Rng) -> Vec<u8> {
             line.splice(0..0, b"\xEF\xBB\xBF".iter().copied());
         }
         if rng.chance(5) && !line.is_empty() {
-            let at = rng.below(line.len());
-            line[at] = rng.next() as u8;
+            let at = rng.index(line.len());
+            line[at] = rng.next_u64() as u8;
         }
         out.extend_from_slice(&line);
         let terminator: &&[u8] = rng.pick(TERMINATORS);
@@ -332,27 +304,33 @@ fn account(delta: isize) {
     });
 }
 
+// SAFETY: every call is passed on to the system allocator unchanged; the
+// counting beside it allocates nothing.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             account(layout.size() as isize);
         }
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+        let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             account(layout.size() as isize);
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: the caller's contract for `dealloc`, passed on.
+        unsafe { System.dealloc(ptr, layout) };
         account(-(layout.size() as isize));
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             account(new_size as isize - layout.size() as isize);
         }

@@ -1,17 +1,28 @@
 //! A `Connection` driven against koma-sim, as a host drives it: calls
-//! by token, completions drained after a wake.
+//! by token, completions drained after a wake. Each test of the lifecycle
+//! runs once per spawn mode (`auto::`, `no_pidfd::`, `portable::`).
 
 mod common;
 
 use std::time::Duration;
 
 use common::{alive, children_of_self, group_alive, open_fds, serial, sim_launch, Client};
+use koma_transport::child::SpawnMode;
 use koma_transport::{Closing, ConnectionOptions, ErrorCode, Outcome, Probe};
 
-#[test]
-fn a_session_from_probe_to_detach() {
+in_every_mode! {
+    all: [
+        a_session_from_probe_to_detach,
+        close_while_spawning_stops_the_child_before_it_resolves,
+        a_killed_child_fails_pending_calls_and_its_group_is_gone,
+        a_deadline_settles_once_and_is_cancelled_when_the_answer_comes,
+    ],
+    linux_only: [],
+}
+
+fn a_session_from_probe_to_detach(mode: SpawnMode) {
     let _serial = serial();
-    let mut c = Client::sim(&[("KOMA_SIM_HOME", &tempdir())]);
+    let mut c = Client::sim_in(mode, &[("KOMA_SIM_HOME", &tempdir())]);
     let t = c.conn.token();
     assert!(matches!(c.conn.probe(t, None).unwrap(), Probe::Wait));
     let Outcome::Hello(h) = c.outcome(t) else { panic!("no hello") };
@@ -29,12 +40,11 @@ fn a_session_from_probe_to_detach() {
     c.close();
 }
 
-#[test]
-fn close_while_spawning_stops_the_child_before_it_resolves() {
+fn close_while_spawning_stops_the_child_before_it_resolves(mode: SpawnMode) {
     let _serial = serial();
     let before = open_fds();
     for _ in 0..10 {
-        let mut c = Client::sim(&[]);
+        let mut c = Client::sim_in(mode, &[]);
         let t = c.conn.token();
         c.conn.request(t, "state", None, None).unwrap();
         let ct = c.conn.token();
@@ -46,10 +56,9 @@ fn close_while_spawning_stops_the_child_before_it_resolves() {
     assert_eq!(open_fds(), before, "no descriptor left");
 }
 
-#[test]
-fn a_killed_child_fails_pending_calls_and_its_group_is_gone() {
+fn a_killed_child_fails_pending_calls_and_its_group_is_gone(mode: SpawnMode) {
     let _serial = serial();
-    let mut c = Client::sim(&[("KOMA_SIM_FAULT", "hold,spawn_tool")]);
+    let mut c = Client::sim_in(mode, &[("KOMA_SIM_FAULT", "hold,spawn_tool")]);
     let p = c.conn.token();
     c.conn.probe(p, None).unwrap();
     c.outcome(p);
@@ -65,10 +74,9 @@ fn a_killed_child_fails_pending_calls_and_its_group_is_gone() {
     assert!(!alive(pid) && !group_alive(pid), "koma and its tool are gone when close is done");
 }
 
-#[test]
-fn a_deadline_settles_once_and_is_cancelled_when_the_answer_comes() {
+fn a_deadline_settles_once_and_is_cancelled_when_the_answer_comes(mode: SpawnMode) {
     let _serial = serial();
-    let mut c = Client::sim(&[("KOMA_SIM_FAULT", "never_answer")]);
+    let mut c = Client::sim_in(mode, &[("KOMA_SIM_FAULT", "never_answer")]);
     let t = c.conn.token();
     c.conn.request(t, "state", None, Some(Duration::from_millis(50))).unwrap();
     let Outcome::Error(e) = c.outcome(t) else { panic!() };

@@ -1,11 +1,10 @@
 //! Long strings cut out of a line (`koma_transport::lift`): the properties of
-//! the `lift` fuzz target, included from `fuzz/common/lift_check.rs`, over
-//! every file of `fuzz/corpus/lift` and `fuzz/seeds/lift`.
-
-#[path = "../../../fuzz/common/lift_check.rs"]
-mod lift_check;
+//! the `lift` fuzz target (`koma_transport::testing::lift`), over every file
+//! of `fuzz/corpus/lift` and `fuzz/seeds/lift`.
 
 use std::path::PathBuf;
+
+use koma_transport::testing::lift as lift_check;
 
 fn files(dir: &str) -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz").join(dir);

@@ -3,7 +3,7 @@
 //! The child runs on a stack of its own but in the parent's memory, until it
 //! calls `execve` (or `_exit`); the spawner thread is suspended meanwhile. So
 //! nothing of the parent's memory is copied (a `fork` copies the page tables
-//! of the whole Node process, which grows with its heap and threads), and the
+//! of the whole host process, which grow with its heap and threads), and the
 //! child reports a failure by writing into the parent's memory.
 //!
 //! What the child runs is restricted accordingly: plain system calls on data
@@ -17,8 +17,16 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::spawner::RawSpawn;
-use super::{LaunchError, LaunchOptions, Prepared, STDOUT_PIPE_BYTES};
+use super::launch_error::LaunchError;
+use super::options::LaunchOptions;
+use super::prepared::Prepared;
+use super::raw_spawn::RawSpawn;
+use super::wait::wait_exited;
+
+/// Stdout's pipe holds this much (the default is 64 KiB): a streaming child
+/// writes, and the reader reads, in larger pieces, so fewer frames span two
+/// reads. 1 MiB is the most an unprivileged process may set.
+pub const STDOUT_PIPE_BYTES: i32 = 1 << 20;
 
 /// The stack the child runs on until `execve`; one, reused by every spawn
 /// (the spawner thread spawns one child at a time, and is suspended while
@@ -56,12 +64,8 @@ impl ChildStack {
     }
 }
 
-/// Whether to ask for a pidfd (cleared for good when the kernel refuses
-/// `CLONE_PIDFD`, or when `KOMA_SDK_NO_PIDFD=1` asks for the fallback).
-fn pidfd_wanted() -> &'static AtomicBool {
-    static WANTED: std::sync::OnceLock<AtomicBool> = std::sync::OnceLock::new();
-    WANTED.get_or_init(|| AtomicBool::new(!std::env::var("KOMA_SDK_NO_PIDFD").is_ok_and(|v| v == "1")))
-}
+/// Set for good once the kernel has refused `CLONE_PIDFD` (before 5.2).
+static PIDFD_REFUSED: AtomicBool = AtomicBool::new(false);
 
 /// Where the child failed, written by the child into the parent's memory.
 const STAGE_NONE: c_int = 0;
@@ -100,18 +104,20 @@ fn pointers(strings: &[CString]) -> Vec<*const c_char> {
     strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(ptr::null())).collect()
 }
 
-pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack) -> Result<RawSpawn, LaunchError> {
+/// Start the child; with `pidfd`, ask for a pidfd (unless the kernel has
+/// refused one before).
+pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack, pidfd: bool) -> Result<RawSpawn, LaunchError> {
     let prepared = Prepared::new(options)?;
     let other = |what: &str, e: io::Error| LaunchError::Other(format!("{what}: {e}"));
     let (stdin_r, stdin_w) = pipe().map_err(|e| other("could not make a pipe", e))?;
     let (stdout_r, stdout_w) = pipe().map_err(|e| other("could not make a pipe", e))?;
     let (stderr_r, stderr_w) = pipe().map_err(|e| other("could not make a pipe", e))?;
-    let candidates = pointers(&prepared.candidates);
+    let candidates = pointers(&prepared.search.candidates);
     let argv = pointers(&prepared.argv);
     let envp = pointers(&prepared.envp);
     let mut args = ChildArgs {
         candidates: candidates.as_ptr(),
-        candidate_count: prepared.candidates.len(),
+        candidate_count: prepared.search.candidates.len(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
         cwd: prepared.cwd.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
@@ -122,12 +128,12 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack) -> Result<R
         errno: 0,
     };
     let (pid, pidfd) = loop {
-        let with_pidfd = pidfd_wanted().load(Ordering::Relaxed);
+        let with_pidfd = pidfd && !PIDFD_REFUSED.load(Ordering::Relaxed);
         match clone_child(&mut args, stack, with_pidfd) {
             Ok(r) => break r,
             // A kernel before 5.2 has no CLONE_PIDFD: fall back for good.
             Err(e) if with_pidfd && e.raw_os_error() == Some(libc::EINVAL) => {
-                pidfd_wanted().store(false, Ordering::Relaxed);
+                PIDFD_REFUSED.store(true, Ordering::Relaxed);
             }
             Err(e) => return Err(other("could not start a process", e)),
         }
@@ -138,16 +144,16 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack) -> Result<R
     let (stage, errno) = unsafe { (ptr::read_volatile(&args.stage), ptr::read_volatile(&args.errno)) };
     drop((stdin_r, stdout_w, stderr_w)); // the child's ends: only the child keeps them
     if stage != STAGE_NONE {
-        // SAFETY: reap our own child, which has called _exit.
-        unsafe {
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
-        }
+        wait_exited(pid, false); // it has called _exit: reap it
         drop(pidfd);
         let error = io::Error::from_raw_os_error(errno);
+        let executable = options.executable.clone();
         return Err(match stage {
             STAGE_CHDIR => LaunchError::Cwd { cwd: options.cwd.clone().unwrap_or_default(), error },
-            STAGE_EXEC => LaunchError::Executable { executable: options.executable.clone(), error },
+            STAGE_EXEC => match (errno == libc::EACCES).then(|| prepared.search.directory(options.cwd.as_deref())) {
+                Some(Some(path)) => LaunchError::Directory { executable, path },
+                _ => LaunchError::Executable { executable, error },
+            },
             _ => other("could not set up the child", error),
         });
     }
@@ -208,8 +214,10 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // call below is a system call wrapper that neither allocates nor locks.
     unsafe {
         let a = &mut *arg.cast::<ChildArgs>();
-        let fail = |a: &mut ChildArgs, stage: c_int| -> c_int {
-            ptr::write_volatile(&mut a.errno, *libc::__errno_location());
+        // errno, read without allocating (an `io::Error` of an OS code is plain data).
+        let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        let fail = |a: &mut ChildArgs, stage: c_int, errno: c_int| -> c_int {
+            ptr::write_volatile(&mut a.errno, errno);
             ptr::write_volatile(&mut a.stage, stage);
             libc::_exit(127)
         };
@@ -225,14 +233,14 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         }
         // Die with the spawner thread, which lives as long as the process.
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-            return fail(a, STAGE_SETUP);
+            return fail(a, STAGE_SETUP, errno());
         }
         // The parent may have died before prctl took effect.
         if libc::getppid() != a.parent {
             libc::_exit(127);
         }
         if libc::setpgid(0, 0) != 0 {
-            return fail(a, STAGE_SETUP);
+            return fail(a, STAGE_SETUP, errno());
         }
         // The pipes onto 0, 1 and 2; a source below 3 is moved out of the way first.
         let mut i = 0;
@@ -240,7 +248,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             if a.fds[i] < 3 {
                 let moved = libc::fcntl(a.fds[i], libc::F_DUPFD_CLOEXEC, 3);
                 if moved < 0 {
-                    return fail(a, STAGE_SETUP);
+                    return fail(a, STAGE_SETUP, errno());
                 }
                 a.fds[i] = moved;
             }
@@ -249,33 +257,39 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
         let mut target = 0;
         while target < 3 {
             if libc::dup2(a.fds[target as usize], target) < 0 {
-                return fail(a, STAGE_SETUP);
+                return fail(a, STAGE_SETUP, errno());
             }
             target += 1;
         }
         if !a.cwd.is_null() && libc::chdir(a.cwd) != 0 {
-            return fail(a, STAGE_CHDIR);
+            return fail(a, STAGE_CHDIR, errno());
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, ptr::null_mut());
-        // As execvp: try each candidate; report EACCES if one was found but
-        // not executable, else the last error.
+        // As execvp: try each candidate; stop at an error other than a
+        // missing or unrunnable file; else report EACCES if a file could not
+        // run, or that none was found.
         let mut saw_eacces = false;
+        let mut last = libc::ENOENT;
         let mut n = 0;
         while n < a.candidate_count {
             libc::execve(*a.candidates.add(n), a.argv, a.envp);
-            let e = *libc::__errno_location();
-            if e == libc::EACCES {
+            last = errno();
+            if last == libc::EACCES {
                 saw_eacces = true;
-            } else if e != libc::ENOENT && e != libc::ENOTDIR {
+            } else if last != libc::ENOENT && last != libc::ENOTDIR {
                 break;
             }
             n += 1;
         }
-        if saw_eacces {
-            *libc::__errno_location() = libc::EACCES;
-        }
-        fail(a, STAGE_EXEC)
+        // Reported as the portable path reports it: what is missing is
+        // ENOENT, even where a part of its path is not a directory.
+        let errno = match last {
+            libc::ENOENT | libc::ENOTDIR | libc::EACCES if saw_eacces => libc::EACCES,
+            libc::ENOTDIR => libc::ENOENT,
+            other => other,
+        };
+        fail(a, STAGE_EXEC, errno)
     }
 }

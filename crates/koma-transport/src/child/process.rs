@@ -7,25 +7,25 @@
 //! the exit is seen with `WNOWAIT`, the group is stopped, and then it is
 //! reaped, under the same lock that every signal takes.
 //!
-//! The exit is watched by putting the pidfd (readable once the process has
-//! exited) into tokio's reactor: no thread per child. Where pidfds are missing
-//! (Linux before 5.3, other systems, or `KOMA_SDK_NO_PIDFD=1`), one thread per
-//! child blocks in `waitid(WNOWAIT)` instead, and koma is signalled by pid
-//! while unreaped.
+//! On Linux the exit is watched by putting the pidfd (readable once the
+//! process has exited) into tokio's reactor: no thread per child. Without a
+//! pidfd (a kernel before 5.3, `SpawnMode::NoPidfd` or `Portable`, a system
+//! other than Linux), one thread per child blocks in `waitid(WNOWAIT)`
+//! instead, and koma is signalled by pid while unreaped.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::sync::watch;
 
-use super::ExitInfo;
+use super::exit::ExitInfo;
+use super::wait::{kill_and_reap, wait_exited};
 
 enum Watch {
     /// The pidfd, registered with the reactor.
-    Pidfd(AsyncFd<OwnedFd>),
+    #[cfg(target_os = "linux")]
+    Pidfd(tokio::io::unix::AsyncFd<OwnedFd>),
     /// A thread that reports the exit (fallback); joined at the reap.
     Thread { exit: watch::Receiver<Option<ExitInfo>>, thread: Mutex<Option<std::thread::JoinHandle<()>>> },
 }
@@ -38,35 +38,47 @@ pub struct Process {
 }
 
 impl Process {
-    /// Must be called within the I/O runtime (the pidfd is registered with its reactor).
+    /// Must be called within the I/O runtime (a pidfd is registered with its
+    /// reactor). On failure the child is stopped and reaped.
     pub(crate) fn new(pid: i32, pidfd: Option<OwnedFd>) -> io::Result<Self> {
         let watch = match pidfd {
-            // SAFETY: the AsyncFd owns the OwnedFd, which stays open and the
-            // same descriptor until the AsyncFd drops.
-            Some(fd) => match unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
-                Ok(fd) => Watch::Pidfd(fd),
-                Err(e) => {
-                    kill_and_reap(pid);
-                    return Err(e.into_parts().1);
-                }
-            },
-            None => {
-                let (tx, exit) = watch::channel(None);
-                let thread = std::thread::Builder::new().name("koma-exit-watch".into()).spawn(move || {
-                    let info = wait_exited(pid, true);
-                    tx.send_replace(Some(info));
-                });
-                let thread = match thread {
-                    Ok(t) => t,
-                    Err(e) => {
-                        kill_and_reap(pid); // no way to watch it
-                        return Err(e);
-                    }
-                };
-                Watch::Thread { exit, thread: Mutex::new(Some(thread)) }
-            }
+            #[cfg(target_os = "linux")]
+            Some(fd) => Self::watch_pidfd(pid, fd)?,
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => unreachable!("only Linux has pidfds"),
+            None => Self::watch_thread(pid)?,
         };
         Ok(Process { pid, watch, reaped: Mutex::new(false) })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn watch_pidfd(pid: i32, fd: OwnedFd) -> io::Result<Watch> {
+        use tokio::io::unix::AsyncFd;
+        use tokio::io::Interest;
+        // SAFETY: the AsyncFd owns the OwnedFd, which stays open and the
+        // same descriptor until the AsyncFd drops.
+        match unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
+            Ok(fd) => Ok(Watch::Pidfd(fd)),
+            Err(e) => {
+                kill_and_reap(pid);
+                Err(e.into_parts().1)
+            }
+        }
+    }
+
+    fn watch_thread(pid: i32) -> io::Result<Watch> {
+        let (tx, exit) = watch::channel(None);
+        let thread = std::thread::Builder::new().name("koma-exit-watch".into()).spawn(move || {
+            let info = wait_exited(pid, true);
+            tx.send_replace(Some(info));
+        });
+        match thread {
+            Ok(t) => Ok(Watch::Thread { exit, thread: Mutex::new(Some(t)) }),
+            Err(e) => {
+                kill_and_reap(pid); // no way to watch it
+                Err(e)
+            }
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -75,7 +87,7 @@ impl Process {
 
     /// Whether koma is watched through a pidfd (else by a thread of its own).
     pub fn has_pidfd(&self) -> bool {
-        matches!(self.watch, Watch::Pidfd(_))
+        !matches!(self.watch, Watch::Thread { .. })
     }
 
     pub fn is_reaped(&self) -> bool {
@@ -89,8 +101,10 @@ impl Process {
             return;
         }
         match &self.watch {
+            #[cfg(target_os = "linux")]
             // SAFETY: pidfd_send_signal on our own pidfd, with no siginfo.
             Watch::Pidfd(fd) => unsafe {
+                use std::os::fd::AsRawFd;
                 libc::syscall(
                     libc::SYS_pidfd_send_signal,
                     fd.get_ref().as_raw_fd(),
@@ -128,12 +142,13 @@ impl Process {
     /// Wait until koma has exited, without reaping it.
     pub async fn exited(&self) -> ExitInfo {
         match &self.watch {
+            #[cfg(target_os = "linux")]
             Watch::Pidfd(fd) => loop {
                 let Ok(mut ready) = fd.readable().await else {
                     // The reactor is gone (the runtime is shutting down): ask directly.
                     return wait_exited(self.pid, true);
                 };
-                if let Some(info) = try_exited(self.pid) {
+                if let Some(info) = super::wait::try_exited(self.pid) {
                     return info;
                 }
                 ready.clear_ready();
@@ -156,9 +171,13 @@ impl Process {
         let info = wait_exited(self.pid, false);
         *reaped = true;
         drop(reaped);
-        if let Watch::Thread { thread, .. } = &self.watch {
-            if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                let _ = t.join();
+        match &self.watch {
+            #[cfg(target_os = "linux")]
+            Watch::Pidfd(_) => {}
+            Watch::Thread { thread, .. } => {
+                if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    let _ = t.join();
+                }
             }
         }
         info
@@ -195,6 +214,7 @@ impl Process {
 }
 
 /// Whether a process of group `pgid` is still running (not a zombie), from /proc.
+#[cfg(target_os = "linux")]
 fn group_has_live_members(pgid: i32) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else { return false };
     for entry in dir.flatten() {
@@ -215,6 +235,13 @@ fn group_has_live_members(pgid: i32) -> bool {
     false
 }
 
+/// Without /proc, a zombie cannot be told from a running process: count
+/// every member as running (the group probe alone then decides).
+#[cfg(not(target_os = "linux"))]
+fn group_has_live_members(_pgid: i32) -> bool {
+    true
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         // Never leave a zombie or a running child behind, whatever the path.
@@ -222,67 +249,5 @@ impl Drop for Process {
             self.kill_now();
             self.reap();
         }
-    }
-}
-
-/// Stop a child of ours that nothing else will supervise (its group too) and
-/// reap it: it is unreaped until the waitpid, so its ids are its own.
-pub(crate) fn kill_and_reap(pid: i32) {
-    // SAFETY: kill(2) and waitpid(2) on our own unreaped child (pid > 0).
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-        libc::kill(pid, libc::SIGKILL);
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
-    }
-}
-
-/// `waitid` for `pid`'s exit: with `peek`, without reaping it. Blocks.
-fn wait_exited(pid: i32, peek: bool) -> ExitInfo {
-    let flags = libc::WEXITED | if peek { libc::WNOWAIT } else { 0 };
-    loop {
-        // SAFETY: waitid with a zeroed siginfo (plain data) for our own child.
-        let (rc, info) = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags);
-            (rc, info)
-        };
-        if rc == 0 {
-            return exit_info(&info);
-        }
-        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // ECHILD: reaped elsewhere (someone called waitpid(-1)); nothing more to learn.
-            return ExitInfo { code: None, signal: None };
-        }
-    }
-}
-
-/// The exit, if `pid` has exited (without reaping it).
-fn try_exited(pid: i32) -> Option<ExitInfo> {
-    // SAFETY: as in `wait_exited`, with WNOHANG.
-    let (rc, info) = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT | libc::WNOHANG);
-        (rc, info)
-    };
-    if rc != 0 {
-        // ECHILD: no longer ours to see; count it as exited.
-        return (io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-            .then_some(ExitInfo { code: None, signal: None });
-    }
-    // SAFETY: si_pid is valid for SIGCHLD-style siginfo filled by waitid.
-    if unsafe { info.si_pid() } == 0 {
-        return None; // not exited yet
-    }
-    Some(exit_info(&info))
-}
-
-fn exit_info(info: &libc::siginfo_t) -> ExitInfo {
-    // SAFETY: si_status is valid for siginfo filled by waitid.
-    let status = unsafe { info.si_status() };
-    match info.si_code {
-        libc::CLD_EXITED => ExitInfo { code: Some(status), signal: None },
-        libc::CLD_KILLED | libc::CLD_DUMPED => ExitInfo { code: None, signal: Some(status) },
-        _ => ExitInfo { code: None, signal: None },
     }
 }

@@ -5,74 +5,83 @@
 //! fires when the *thread* that forked it ends. A thread that lives as long as
 //! the process makes that "when this process dies", and it keeps the number of
 //! threads constant however many clients there are. Spawns are serialised;
-//! each one is a vfork-style `clone` (see `clone.rs`), which does not copy the
-//! parent's memory, so it is short.
+//! each one is a vfork-style `clone` (see `clone.rs`) or a `posix_spawn` (see
+//! `portable.rs`), neither of which copies the parent's memory, so it is short.
+//!
+//! A child made by `fork()` has no spawner thread (threads do not survive a
+//! fork): it starts one of its own on first use, which then serves the
+//! children it makes (see `runtime/fork.rs`).
 
-use std::os::fd::OwnedFd;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
 
 use tokio::sync::oneshot;
 
-use super::{LaunchError, LaunchOptions};
-
-/// A child as the spawner hands it over.
-pub(crate) struct RawSpawn {
-    pub pid: i32,
-    /// `None` where pidfds are not available (or turned off): the exit is then
-    /// watched by a thread of its own (see `process.rs`).
-    pub pidfd: Option<OwnedFd>,
-    pub stdin: OwnedFd,
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
-}
+use super::launch_error::LaunchError;
+use super::options::LaunchOptions;
+use super::raw_spawn::RawSpawn;
+use super::wait::kill_and_reap;
+use crate::runtime::fork::ForkLocal;
 
 struct Request {
     options: LaunchOptions,
     reply: oneshot::Sender<Result<RawSpawn, LaunchError>>,
 }
 
-/// The spawner's queue (`Err` if its thread could not be started).
-fn queue() -> Result<mpsc::Sender<Request>, LaunchError> {
-    static QUEUE: OnceLock<Result<Mutex<mpsc::Sender<Request>>, String>> = OnceLock::new();
-    let q = QUEUE.get_or_init(|| {
+/// The spawner's queue in this process (`Err` if its thread could not be started).
+fn queue() -> Result<&'static mpsc::Sender<Request>, LaunchError> {
+    static QUEUE: ForkLocal<Result<mpsc::Sender<Request>, String>> = ForkLocal::new();
+    let queue = QUEUE.get(|| {
         let (tx, rx) = mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("koma-spawner".into())
             .spawn(move || run(rx))
-            .map(|_| Mutex::new(tx))
+            .map(|_| tx)
             .map_err(|e| format!("could not start the spawner thread: {e}"))
     });
-    match q {
-        Ok(tx) => Ok(tx.lock().unwrap_or_else(|p| p.into_inner()).clone()),
-        Err(e) => Err(LaunchError::Other(e.clone())),
-    }
+    queue.as_ref().map_err(|e| LaunchError::Other(e.clone()))
 }
 
 fn run(rx: mpsc::Receiver<Request>) {
-    #[cfg(target_os = "linux")]
-    let mut stack = super::clone::ChildStack::new();
+    let mut paths = Paths::default();
     for req in rx {
-        #[cfg(target_os = "linux")]
-        let r = match &mut stack {
-            Ok(stack) => super::clone::spawn(&req.options, stack),
-            Err(e) => Err(LaunchError::Other(format!("could not map the spawn stack: {e}"))),
-        };
-        #[cfg(not(target_os = "linux"))]
-        let r = spawn_portable(&req.options);
-        // The caller may be gone (its client closed meanwhile): the child then
-        // drops here, and the process is stopped by `Process`'s owner... which
-        // does not exist; so stop and reap it now.
+        let r = paths.spawn(&req.options);
+        // The caller may be gone (its client closed meanwhile): nothing else
+        // will supervise this child, so stop and reap it now.
         if let Err(Ok(orphan)) = req.reply.send(r) {
-            abandon(orphan);
+            kill_and_reap(orphan.pid);
         }
     }
 }
 
-/// A child whose requester went away before it was handed over: kill its
-/// group and reap it.
-fn abandon(child: RawSpawn) {
-    super::process::kill_and_reap(child.pid);
+/// What the spawn paths keep between spawns: on Linux, the clone path's
+/// stack, mapped at its first use.
+#[derive(Default)]
+struct Paths {
+    #[cfg(target_os = "linux")]
+    stack: Option<Result<super::clone::ChildStack, String>>,
+}
+
+impl Paths {
+    #[cfg(target_os = "linux")]
+    fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
+        use super::options::SpawnMode;
+        let pidfd = match options.spawn {
+            SpawnMode::Auto => true,
+            SpawnMode::NoPidfd => false,
+            SpawnMode::Portable => return super::portable::spawn(options),
+        };
+        let stack = self.stack.get_or_insert_with(|| super::clone::ChildStack::new().map_err(|e| e.to_string()));
+        match stack {
+            Ok(stack) => super::clone::spawn(options, stack, pidfd),
+            Err(e) => Err(LaunchError::Other(format!("could not map the spawn stack: {e}"))),
+        }
+    }
+
+    /// Elsewhere every mode is the portable path.
+    #[cfg(not(target_os = "linux"))]
+    fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
+        super::portable::spawn(options)
+    }
 }
 
 /// Start a child on the spawner thread.
@@ -80,35 +89,4 @@ pub(crate) async fn spawn(options: LaunchOptions) -> Result<RawSpawn, LaunchErro
     let (reply, answer) = oneshot::channel();
     queue()?.send(Request { options, reply }).map_err(|_| LaunchError::Other("the spawner thread has ended".into()))?;
     answer.await.map_err(|_| LaunchError::Other("the spawner thread dropped the request".into()))?
-}
-
-/// Elsewhere than Linux (macOS plan, untested here): `std::process::Command`,
-/// which uses `posix_spawn` for this (no hook in the child), with the child in
-/// its own process group. There is no parent-death signal there.
-#[cfg(not(target_os = "linux"))]
-fn spawn_portable(options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let mut cmd = Command::new(&options.executable);
-    cmd.arg("sdk").arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.process_group(0);
-    if let Some(cwd) = &options.cwd {
-        if !cwd.is_dir() {
-            let error = std::io::Error::from_raw_os_error(libc::ENOENT);
-            return Err(LaunchError::Cwd { cwd: cwd.clone(), error });
-        }
-        cmd.current_dir(cwd);
-    }
-    for (k, v) in &options.env {
-        cmd.env(k, v);
-    }
-    let mut child =
-        cmd.spawn().map_err(|error| LaunchError::Executable { executable: options.executable.clone(), error })?;
-    let pid = child.id() as i32;
-    let stdin = child.stdin.take().expect("piped").into();
-    let stdout = child.stdout.take().expect("piped").into();
-    let stderr = child.stderr.take().expect("piped").into();
-    // `Process` reaps it; the std handle must not.
-    std::mem::forget(child);
-    Ok(RawSpawn { pid, pidfd: None, stdin, stdout, stderr })
 }

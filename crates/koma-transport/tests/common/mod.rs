@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use koma_transport::child::LaunchOptions;
+use koma_transport::child::{LaunchOptions, SpawnMode};
 use koma_transport::events::Take;
 use koma_transport::{Closing, Connection, ConnectionOptions, Outcome, Waker};
 
@@ -95,7 +95,12 @@ pub struct Client {
 
 impl Client {
     pub fn sim(env: &[(&str, &str)]) -> Self {
-        Self::with(sim_launch(env))
+        Self::sim_in(SpawnMode::Auto, env)
+    }
+
+    /// koma-sim, started by the spawn path `mode` selects.
+    pub fn sim_in(mode: SpawnMode, env: &[(&str, &str)]) -> Self {
+        Self::with(LaunchOptions { spawn: mode, ..sim_launch(env) })
     }
 
     pub fn with(launch: LaunchOptions) -> Self {
@@ -189,6 +194,27 @@ impl Client {
     }
 }
 
+/// For each function `name(mode: SpawnMode)` listed, a test per spawn mode:
+/// `auto::name`, `no_pidfd::name` and `portable::name`. Those listed under
+/// `linux_only` test what only Linux's clone path gives (the parent-death
+/// signal), so `portable::` has none of them: they are skipped by name.
+#[macro_export]
+macro_rules! in_every_mode {
+    (all: [$($all:ident),* $(,)?], linux_only: [$($linux:ident),* $(,)?] $(,)?) => {
+        mod auto {
+            $( #[test] fn $all() { super::$all(koma_transport::child::SpawnMode::Auto) } )*
+            $( #[test] fn $linux() { super::$linux(koma_transport::child::SpawnMode::Auto) } )*
+        }
+        mod no_pidfd {
+            $( #[test] fn $all() { super::$all(koma_transport::child::SpawnMode::NoPidfd) } )*
+            $( #[test] fn $linux() { super::$linux(koma_transport::child::SpawnMode::NoPidfd) } )*
+        }
+        mod portable {
+            $( #[test] fn $all() { super::$all(koma_transport::child::SpawnMode::Portable) } )*
+        }
+    };
+}
+
 /// Descriptors open in this process now.
 pub fn open_fds() -> Vec<String> {
     let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
@@ -236,6 +262,7 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: pidfd_open returns a new descriptor that we then own, or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a new descriptor, owned by no one else.
     (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
@@ -246,6 +273,55 @@ pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, signal: i32) {
     unsafe {
         libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0);
     }
+}
+
+/// Wait (at most `limit`, a bound against a hang) until the process named by
+/// `pidfd` has exited; any process, not only a child of this one. False if
+/// it still runs.
+pub fn pidfd_wait_exit(pidfd: &std::os::fd::OwnedFd, limit: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fd = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll on one pollfd of ours; a pidfd is readable once its process has exited.
+        let rc = unsafe { libc::poll(&mut fd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        if rc > 0 {
+            return true;
+        }
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+/// Open `pid`'s stdin, stdout and stderr (pipes) here too, read and write,
+/// through /proc. While these are held, the process sees no end of stdin and
+/// no broken pipe when whoever started it dies: only a signal ends it.
+pub fn hold_pipes_of(pid: i32) -> Vec<std::os::fd::OwnedFd> {
+    (0..3)
+        .map(|fd| {
+            let path = format!("/proc/{pid}/fd/{fd}");
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap_or_else(|e| panic!("{path}: {e}"))
+                .into()
+        })
+        .collect()
+}
+
+/// The names of this process's threads now (at most 15 bytes each, as the kernel keeps them).
+pub fn thread_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// Where a child of this process named by a pidfd is in its life.

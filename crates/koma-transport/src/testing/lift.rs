@@ -1,7 +1,5 @@
-//! The property check behind the `lift` fuzz target (`koma_transport::lift`).
-//! Self-contained, so a test under `crates/koma-transport/tests/` can include
-//! it with `#[path]` and replay `fuzz/corpus/lift`, as `chunking.rs` does with
-//! `frames_check.rs`.
+//! The property check behind the `lift` fuzz target ([`crate::lift`]),
+//! which `tests/lift_corpus.rs` also runs over the fuzz corpus.
 //!
 //! Input: byte 0 gives the lift threshold, `min = 1 + byte0 % 16` (an ASCII
 //! digit `d` gives `d + 1`); the rest is the line. Lines that are not UTF-8
@@ -23,11 +21,10 @@
 //!   (these differ from the line above for lone-surrogate escapes and depth,
 //!   which `IgnoredAny` lets through), and then every lift's path leads to an
 //!   empty string in the parsed skeleton, and putting each lifted string there
-//!   gives the input's own `Value` (duplicate keys: the last one wins, as in
-//!   `JSON.parse`).
-#![allow(dead_code)]
+//!   gives the input's own `Value` (duplicate keys: the last one wins, as
+//!   the hosts' JSON parsers have it).
 
-use koma_transport::lift::{lift, Lifted, Step, Text};
+use crate::lift::{lift, Lifted, Step, Text};
 use serde_json::Value;
 
 /// The threshold the fuzz input's first byte selects, and the line.

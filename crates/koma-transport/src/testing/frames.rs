@@ -1,6 +1,5 @@
-//! The property check behind the `frames` fuzz target, shared word for word
-//! with `crates/koma-transport/tests/chunking.rs` (both include this file
-//! with `#[path]`).
+//! The property check behind the `frames` fuzz target, which
+//! `tests/chunking.rs` also runs over the fuzz corpus.
 //!
 //! Properties (protocol file A.2, A.10, part B; issue "fuzz the frame reader"):
 //! - no panic in `LineSplitter::feed` / `finish` / `classify` / `hello::check`;
@@ -18,13 +17,11 @@
 //!   the unterminated tail fed so far;
 //! - every violation's quote has no control character (nor bidi override) and
 //!   is at most 200 bytes plus the `…` marker; its `what` has no control character.
-#![allow(dead_code)]
-
 use std::ops::Range;
 
-use koma_transport::frame::{classify, classify_full, Frame, LineSplitter, ResponseBody, Violation};
-use koma_transport::quote::QUOTE_BYTES;
-use koma_transport::MAX_FRAME_BYTES;
+use crate::frame::{classify, classify_full, Frame, LineSplitter, ResponseBody, Violation};
+use crate::quote::QUOTE_BYTES;
+use crate::MAX_FRAME_BYTES;
 
 /// The partial line may hold the frame bound plus a `\r`.
 pub const PARTIAL_LIMIT: usize = MAX_FRAME_BYTES + 1;
@@ -283,7 +280,7 @@ pub fn check_verdict(line: &[u8], verdict: &Result<Frame, Violation>) {
     match verdict {
         Ok(Frame::Hello) => {
             // No panic; a rejected hello's message carries no control character.
-            if let Err(e) = koma_transport::hello::check(line) {
+            if let Err(e) = crate::hello::check(line) {
                 check_text("a hello error", &e.message);
             }
         }

@@ -1,0 +1,29 @@
+//! How a child ended.
+
+/// How the child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}{}", signal_name(s)),
+            _ => "ended".to_owned(),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGTERM => " (SIGTERM)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGINT => " (SIGINT)",
+        _ => "",
+    }
+}
