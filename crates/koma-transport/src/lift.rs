@@ -366,7 +366,7 @@ fn decode(quoted: &[u8]) -> Option<Text> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::testing::rng::Rng;
     use serde_json::Value;
 
     /// Put the lifted strings back into the parsed skeleton, as a host does.

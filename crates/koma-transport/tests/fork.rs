@@ -1,6 +1,7 @@
 //! A child made by `fork()` makes clients of its own: it gets its own I/O
-//! runtime and spawner thread (threads do not survive a fork), and the
-//! parent's client, made and used before the fork, still works.
+//! runtime and spawner thread (threads do not survive a fork); the parent's
+//! client refuses every call there and signals nothing; and in the parent,
+//! that client, made and used before the fork, still works.
 //!
 //! A binary of its own, with one test, so that no other test's threads run
 //! when it forks. In the forked child only this thread exists; it uses what
@@ -16,6 +17,7 @@ use std::time::Duration;
 use common::{alive, children_of_self, group_alive, hold_pipes_of, pidfd_open, pidfd_signal, pidfd_wait_exit, Client};
 use koma_transport::child::SpawnMode;
 use koma_transport::runtime::generation;
+use koma_transport::{Closing, Connection, ErrorCode};
 
 /// A forked child that has not reported after this long hangs (a bound, not a measure).
 const HANG: Duration = Duration::from_secs(60);
@@ -30,6 +32,10 @@ const CHILD_FAILURES: &[(i32, &str)] = &[
     (14, "a process of the child's is left after close"),
     (15, "the second client's probe did not give hello"),
     (16, "the report to the parent could not be written"),
+    (17, "a call on the parent's client was not refused with transport_failure naming fork()"),
+    (18, "the parent's client's probe was not refused"),
+    (19, "the parent's client's close was not refused"),
+    (20, "the parent's client gave its koma's pid in the child"),
     (99, "the child panicked"),
 ];
 
@@ -55,7 +61,7 @@ fn fork_and_check(mode: SpawnMode) {
     assert!(pid >= 0, "fork failed: {}", std::io::Error::last_os_error());
     if pid == 0 {
         drop((report_r, go_w));
-        let run = std::panic::AssertUnwindSafe(|| in_child(mode, before, &report_w, &go_r));
+        let run = std::panic::AssertUnwindSafe(|| in_child(mode, before, &parent.conn, &report_w, &go_r));
         let code = std::panic::catch_unwind(run).unwrap_or(99);
         // SAFETY: ends the forked child at once: no destructor or exit handler of the parent's runs.
         unsafe { libc::_exit(code) };
@@ -101,7 +107,7 @@ fn fork_and_check(mode: SpawnMode) {
 }
 
 /// The forked child's part: its exit code.
-fn in_child(mode: SpawnMode, parent_generation: u64, report: &OwnedFd, go: &OwnedFd) -> i32 {
+fn in_child(mode: SpawnMode, parent_generation: u64, parents: &Connection, report: &OwnedFd, go: &OwnedFd) -> i32 {
     if generation() == parent_generation {
         return 10;
     }
@@ -122,8 +128,25 @@ fn in_child(mode: SpawnMode, parent_generation: u64, report: &OwnedFd, go: &Owne
         return 14;
     }
 
-    // ---- The parent's client, used here, is refused: the assertions come
-    // with `Connection`'s fork guard.
+    // The parent's client, used here, is refused at once (its mutex may have
+    // been held by one of the parent's threads at the fork: it is not taken),
+    // and signals nothing: its koma is the parent's (which checks, once this
+    // child has ended, that its client still works).
+    let t = parents.token();
+    match parents.request(t, "state", None, None) {
+        Err(e) if e.code == ErrorCode::TransportFailure && e.message.contains("fork()") => {}
+        _ => return 17,
+    }
+    if parents.probe(parents.token(), None).is_ok() {
+        return 18;
+    }
+    if !matches!(parents.close(parents.token()), Closing::Refused(e) if e.code == ErrorCode::TransportFailure) {
+        return 19;
+    }
+    parents.kill_now();
+    if parents.pid().is_some() {
+        return 20;
+    }
 
     // A koma left running when the child ends, for the parent to watch.
     let mut kept = 0;

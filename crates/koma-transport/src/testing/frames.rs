@@ -20,8 +20,8 @@
 use std::ops::Range;
 
 use crate::frame::{classify, classify_full, Frame, LineSplitter, ResponseBody, Violation};
+use crate::limits::MAX_FRAME_BYTES;
 use crate::quote::QUOTE_BYTES;
-use crate::MAX_FRAME_BYTES;
 
 /// The partial line may hold the frame bound plus a `\r`.
 pub const PARTIAL_LIMIT: usize = MAX_FRAME_BYTES + 1;

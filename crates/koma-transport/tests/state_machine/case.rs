@@ -239,7 +239,6 @@ impl Case {
                 self.at_once(t, format!("refused: {}", e.code));
                 None
             }
-            Closing::Refused(e) => panic!("close refused in the process that made the connection: {e}"),
         }
     }
 
@@ -292,6 +291,7 @@ impl Case {
                 }
                 None
             }
+            Closing::Refused(e) => panic!("close refused in the process that made the connection: {e}"),
         }
     }
 
