@@ -61,7 +61,10 @@ fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionO
         spawn: spawn_mode()?,
     };
     launch.validate().map_err(bad)?;
-    Ok(ConnectionOptions {
+    // `mut` for the `testing` build; the update fills `faults` where the core's
+    // `testing` feature is on (a workspace build), and nothing otherwise.
+    #[allow(unused_mut, clippy::needless_update)]
+    let mut connection = ConnectionOptions {
         launch,
         trace: options.trace.unwrap_or(false) || env_trace(),
         label: LABEL.into(),
@@ -69,11 +72,13 @@ fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionO
             None => Some(HELLO_TIMEOUT),
             Some(ms) => ms.map(duration),
         },
-        #[cfg(feature = "testing")]
-        faults: crate::testing::faults(),
-        // The core's `faults` when a workspace build turns its `testing` feature on without ours.
         ..Default::default()
-    })
+    };
+    #[cfg(feature = "testing")]
+    {
+        connection.faults = crate::testing::faults();
+    }
+    Ok(connection)
 }
 
 #[napi]
