@@ -132,7 +132,8 @@ test("helloTimeout: a child that reads stdin and never writes fails the client w
   const dir = mkdtempSync(join(tmpdir(), "koma-mute-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, "mute-koma");
-  writeFileSync(file, "#!/bin/sh\nexec cat > /dev/null\n");
+  // Reads stdin and never writes; the shell keeps stdout open meanwhile (no `exec`).
+  writeFileSync(file, "#!/bin/sh\ncat > /dev/null\n");
   chmodSync(file, 0o755);
   const client = new Client({ executable: file, helloTimeout: 200 });
   t.after(() => client.close());
