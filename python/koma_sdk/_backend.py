@@ -58,7 +58,7 @@ class _Asyncio:
     __slots__ = ("key", "_loop", "_tasks")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.key = loop
+        self.key: object = loop
         self._loop = loop
         # asyncio keeps only weak references to tasks.
         self._tasks: set[asyncio.Task[None]] = set()
@@ -170,7 +170,7 @@ class _Trio:
     __slots__ = ("key", "_token", "_watches")
 
     def __init__(self, token: Any) -> None:
-        self.key = token
+        self.key: object = token
         self._token = token
         self._watches: dict[int, Any] = {}
 

@@ -22,7 +22,8 @@ class _Record:
     __slots__ = ()
 
     def _public(self) -> List[str]:
-        return [k for k in self.__slots__ if not k.startswith("_")]
+        slots: tuple[str, ...] = self.__slots__
+        return [k for k in slots if not k.startswith("_")]
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and all(getattr(self, k) == getattr(other, k) for k in self._public())
@@ -212,7 +213,7 @@ class _Event:
         self.data = data
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.seq == other.seq and self.data == other.data  # type: ignore[attr-defined]
+        return isinstance(other, _Event) and type(other) is type(self) and self.seq == other.seq and self.data == other.data
 
     __hash__ = None  # type: ignore[assignment]
 
