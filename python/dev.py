@@ -195,6 +195,17 @@ def test() -> None:
     print("\npython: tests, typings and the wheel check passed")
 
 
+def check_wheel(args: list[str]) -> None:
+    """`check-wheel WHEEL [--contents-only | --install-only]`: the release workflow's check of a built wheel."""
+    wheels = [Path(a) for a in args if not a.startswith("--")]
+    if len(wheels) != 1:
+        sys.exit("usage: python3 python/dev.py check-wheel WHEEL [--contents-only | --install-only]")
+    if "--install-only" not in args:
+        check_contents(wheels[0])
+    if "--contents-only" not in args:
+        check_offline_install(wheels[0])
+
+
 def demo() -> None:
     py = ensure_venv()
     build(py)
@@ -206,9 +217,12 @@ def demo() -> None:
 def main() -> None:
     if sys.version_info < (3, 10):
         sys.exit("python/dev.py needs Python 3.10 or later")
+    if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
+        check_wheel(sys.argv[2:])
+        return
     commands = {"test": test, "demo": demo}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python3 python/dev.py test|demo")
+        sys.exit("usage: python3 python/dev.py test|demo (or check-wheel WHEEL, for the release workflow)")
     commands[sys.argv[1]]()
 
 
