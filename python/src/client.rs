@@ -89,13 +89,8 @@ impl NativeClient {
             let wake = WakeFd::new().map_err(|e| {
                 raise(py, &KomaError::new(ErrorCode::SpawnFailed, format!("could not make the wake descriptor: {e}")))
             })?;
-            let options = ConnectionOptions {
-                launch,
-                trace: trace || env_trace,
-                label: "koma_sdk".into(),
-                hello_timeout,
-                ..Default::default()
-            };
+            let options =
+                ConnectionOptions { launch, trace: trace || env_trace, label: "koma_sdk".into(), hello_timeout };
             let conn = Connection::new(options, Box::new(FdWaker(wake.clone())));
             let counters = conn.event_counters();
             Ok(NativeClient {

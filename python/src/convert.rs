@@ -19,9 +19,9 @@ pub fn set_error_factory(py: Python<'_>, factory: Py<PyAny>) {
 
 /// The package's `KomaError` for `e`.
 pub fn error_object<'py>(py: Python<'py>, e: &KomaError) -> PyResult<Bound<'py, PyAny>> {
-    let factory = ERROR_FACTORY
-        .get(py)
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("koma_sdk._native used before koma_sdk was imported"))?;
+    let factory = ERROR_FACTORY.get(py).ok_or_else(|| {
+        pyo3::exceptions::PyRuntimeError::new_err("koma_sdk._native used before koma_sdk was imported")
+    })?;
     let remote = match &e.remote {
         Some(r) => (r.code.as_str(), r.message.as_str(), r.data.as_deref()).into_pyobject(py)?.into_any(),
         None => py.None().into_bound(py),
@@ -49,7 +49,9 @@ pub fn lifted_str<'py>(py: Python<'py>, chars: &Chars) -> PyResult<Bound<'py, Py
             let b = &bytes[range.clone()];
             // SAFETY: `b` is valid for `b.len()` bytes during the call; Latin-1
             // decoding reads exactly those and cannot fail.
-            unsafe { pyo3::ffi::PyUnicode_DecodeLatin1(b.as_ptr().cast::<c_char>(), b.len() as isize, std::ptr::null()) }
+            unsafe {
+                pyo3::ffi::PyUnicode_DecodeLatin1(b.as_ptr().cast::<c_char>(), b.len() as isize, std::ptr::null())
+            }
         }
         Chars::Utf16(units) => {
             // Native order, stated (0 would take a leading U+FEFF as a byte-order mark).
