@@ -302,6 +302,44 @@ class Sink:
 
 
 
+def serve(waiting: List[Future], take: Callable[[], Any]) -> None:
+    """Hand what `take` gives to the futures that wait, in order, skipping
+    those whose waiter was cancelled. `take` returns None when it has nothing
+    now; what it raises goes to every waiter."""
+    while waiting:
+        if waiting[0].done():
+            waiting.pop(0)
+            continue
+        try:
+            item = take()
+        except BaseException as error:
+            for w in waiting:
+                if not w.done():
+                    w.set_exception(error)
+            waiting.clear()
+            return
+        if item is None:
+            return
+        waiting.pop(0).set_result(item)
+
+
+async def next_item(waiting: List[Future], take: Callable[[], Any], backend: Backend) -> Any:
+    """The next item: at once if nobody waits before us and `take` has one,
+    else when `serve` hands it over (a cancelled wait leaves the line)."""
+    if not waiting:
+        item = take()
+        if item is not None:
+            return item
+    fut = backend.future()
+    waiting.append(fut)
+    try:
+        return await fut
+    except BaseException:
+        if fut in waiting:
+            waiting.remove(fut)
+        raise
+
+
 class Promise:
     """A value or an error settled once, awaited by any number of tasks (the
     turn layer's `id` and `result`). Nothing is logged when nobody awaits it."""

@@ -27,6 +27,7 @@ from typing import (
 
 from . import _backend
 from ._errors import KomaError, invalid
+from ._lift import put_back
 from ._native import NativeClient
 from ._queue import EventQueue, EventStream
 from ._turn import ApprovalPolicy, Turn, run
@@ -99,15 +100,6 @@ def _env(env: Any) -> List[Tuple[bytes, bytes]]:
         except UnicodeEncodeError as e:
             raise invalid(f"Client: `env[{k!r}]` cannot be passed to a process ({e})") from None
     return out
-
-
-def _put_back(root: List[Any], entry: Tuple[Any, ...]) -> None:
-    """Put a lifted string back: `entry` is `(index, *path, text)`."""
-    obj: Any = root
-    last = len(entry) - 2
-    for i in range(last):
-        obj = obj[entry[i]]
-    obj[entry[last]] = entry[-1]
 
 
 class _Wake:
@@ -228,7 +220,7 @@ class Client:
             try:
                 values = _loads(joined)
                 for entry in lifts:
-                    _put_back(values, entry)
+                    put_back(values, entry)
             except Exception as e:  # the core checked the JSON: this is a bug
                 err = KomaError("transport_failure", f"an internal error in koma_sdk: an answer could not be read ({e})")
                 for token in tokens:

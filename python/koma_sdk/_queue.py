@@ -30,8 +30,9 @@ import json
 from typing import Any, AsyncIterator, Callable, List, Optional, Protocol, Union
 
 from . import _native
-from ._backend import Backend, Future
+from ._backend import Backend, Future, next_item, serve
 from ._errors import KomaError
+from ._lift import put_back
 from ._native import NativeClient
 from ._types import EVENT_CLASSES, EventItem, Overflow
 
@@ -81,14 +82,6 @@ def _event(batch: List[Any], i: int) -> EventItem:
     cls: Any = EVENT_CLASSES[batch[i + 1]]
     event: EventItem = cls(batch[i], batch[i + 2])
     return event
-
-
-def _put_back(root: List[Any], entry: Any) -> None:
-    obj: Any = root
-    last = len(entry) - 2
-    for i in range(last):
-        obj = obj[entry[i]]
-    obj[entry[last]] = entry[-1]
 
 
 class EventQueue:
@@ -142,7 +135,7 @@ class EventQueue:
             _, data, lifts, epoch = got
             batch = _loads(data)
             for entry in lifts:
-                _put_back(batch, entry)
+                put_back(batch, entry)
             self._batch = batch
             self._index = 0
             self._epoch = epoch
@@ -274,29 +267,8 @@ class EventQueue:
                 return
 
     def _serve(self) -> None:
-        """Serve the events() calls that wait (skipping those cancelled)."""
-        waiting = self._waiting
-        while waiting:
-            if waiting[0].done():
-                waiting.pop(0)
-                continue
-            try:
-                result = self._take()
-            except BaseException as error:
-                for w in waiting:
-                    if not w.done():
-                        w.set_exception(error)
-                waiting.clear()
-                return
-            if result is None:
-                return
-            if isinstance(result, _Done):
-                for w in waiting:
-                    if not w.done():
-                        w.set_result(DONE)
-                waiting.clear()
-                return
-            waiting.pop(0).set_result(result)
+        """Serve the events() calls that wait."""
+        serve(self._waiting, self._take)
 
     def settle(self) -> None:
         """Events are ready (or the end): route and serve."""
@@ -360,20 +332,7 @@ class EventStream:
         q = self._queue
         backend = q.bind()
         q._counters()
-        if not q._waiting:
-            result = q._take()
-            if result is not None:
-                if isinstance(result, _Done):
-                    raise StopAsyncIteration
-                return result
-        fut = backend.future()
-        q._waiting.append(fut)
-        try:
-            result = await fut
-        except BaseException:
-            if fut in q._waiting:
-                q._waiting.remove(fut)
-            raise
+        result = await next_item(q._waiting, q._take, backend)
         if isinstance(result, _Done):
             raise StopAsyncIteration
         item: EventItem = result

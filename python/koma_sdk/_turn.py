@@ -16,7 +16,7 @@ import math
 from collections import deque
 from typing import Any, AsyncIterator, Awaitable, Callable, Deque, List, Optional, Union
 
-from ._backend import Backend, Future, Promise, Sink
+from ._backend import Backend, Future, Promise, Sink, next_item, serve
 from ._errors import KomaError, invalid
 from ._queue import DONE, EventQueue, _Done
 from ._types import ApprovalRequestedData, Decision, EventItem, Overflow, ToolCall, TurnResult, TurnStatus
@@ -385,36 +385,10 @@ class TurnState:
         return None
 
     def _serve(self) -> None:
-        waiting = self.waiting
-        while waiting:
-            if waiting[0].done():
-                waiting.pop(0)
-                continue
-            try:
-                r = self._take_one()
-            except BaseException as e:
-                for w in waiting:
-                    if not w.done():
-                        w.set_exception(e)
-                waiting.clear()
-                return
-            if r is None:
-                return
-            waiting.pop(0).set_result(r)
+        serve(self.waiting, self._take_one)
 
     async def next(self) -> Union[_Done, EventItem]:
-        if not self.waiting:
-            r = self._take_one()
-            if r is not None:
-                return r
-        fut = self._backend.future()
-        self.waiting.append(fut)
-        try:
-            item: Union[_Done, EventItem] = await fut
-        except BaseException:
-            if fut in self.waiting:
-                self.waiting.remove(fut)
-            raise
+        item: Union[_Done, EventItem] = await next_item(self.waiting, self._take_one, self._backend)
         return item
 
     def stop_reading(self) -> None:

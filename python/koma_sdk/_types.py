@@ -6,7 +6,7 @@ Unknown fields of a result are dropped, as they are for events and hello."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, ClassVar, Dict, List, Literal, Optional, TypedDict, Union, get_args
 
 Status = Literal["idle", "running", "waiting"]
 Decision = Literal["allow", "deny"]
@@ -292,19 +292,7 @@ Event = Union[
 EventItem = Union[Event, Overflow]
 
 #: The class of each catalog name (the core hands over catalog names only).
-EVENT_CLASSES: Dict[str, Any] = {
-    c.name: c
-    for c in (
-        StateEvent,
-        TurnStartedEvent,
-        OutputEvent,
-        ToolCallEvent,
-        ToolResultEvent,
-        ApprovalRequestedEvent,
-        TurnFinishedEvent,
-        DiagnosticEvent,
-    )
-}
+EVENT_CLASSES: Dict[str, Any] = {c.name: c for c in get_args(Event)}
 
 # ---- the turn layer
 
