@@ -170,8 +170,14 @@ if hasattr(os, "register_at_fork"):
 
 def _on_wake(ref: "weakref.ReferenceType[Client]") -> None:
     client = ref()
-    if client is not None:
+    if client is None:
+        return
+    try:
         client._deliver()
+    except Exception as e:
+        # A bug of this package: fail the client's calls rather than leave
+        # them waiting (and never let it escape into the loop's own callback).
+        client._fail_all(KomaError("transport_failure", f"an internal error in koma_sdk while delivering: {e!r}"))
 
 
 class Client:
