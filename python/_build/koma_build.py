@@ -15,7 +15,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import maturin
 
@@ -63,24 +63,22 @@ def build_sim(target: Optional[str] = None) -> Path:
     return out
 
 
-def build_wheel(
-    wheel_directory: str,
-    config_settings: Optional[Mapping[str, Any]] = None,
-    metadata_directory: Optional[str] = None,
-) -> str:
-    build_sim(_target(config_settings))
-    return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+def _after_sim(build: Callable[..., str]) -> Callable[..., str]:
+    """maturin's hook `build`, run once koma-sim is in the package."""
+
+    def hook(
+        wheel_directory: str,
+        config_settings: Optional[Mapping[str, Any]] = None,
+        metadata_directory: Optional[str] = None,
+    ) -> str:
+        build_sim(_target(config_settings))
+        return build(wheel_directory, config_settings, metadata_directory)
+
+    return hook
 
 
-def build_editable(
-    wheel_directory: str,
-    config_settings: Optional[Mapping[str, Any]] = None,
-    metadata_directory: Optional[str] = None,
-) -> str:
-    build_sim(_target(config_settings))
-    return maturin.build_editable(wheel_directory, config_settings, metadata_directory)
-
-
+build_wheel = _after_sim(maturin.build_wheel)
+build_editable = _after_sim(maturin.build_editable)
 get_requires_for_build_wheel = maturin.get_requires_for_build_wheel
 get_requires_for_build_editable = maturin.get_requires_for_build_wheel
 prepare_metadata_for_build_wheel = maturin.prepare_metadata_for_build_wheel
