@@ -60,7 +60,22 @@ const reject = (error) => Promise.reject(error);
 const raise = (error) => {
   throw error;
 };
-for (const name of ["probe", "create", "resume", "state", "submit", "enqueue", "interrupt", "interruptAndSubmit", "approve", "configure", "detach", "request", "close", "run"]) {
+for (const name of [
+  "probe",
+  "create",
+  "resume",
+  "state",
+  "submit",
+  "enqueue",
+  "interrupt",
+  "interruptAndSubmit",
+  "approve",
+  "configure",
+  "detach",
+  "request",
+  "close",
+  "run",
+]) {
   guard(name, name, reject);
 }
 for (const name of ["turn", "events"]) guard(name, name, raise);

@@ -113,4 +113,9 @@ const lazy = {
     return lookUp();
   },
 };
-Object.defineProperty(exports, "simPath", { enumerable: true, get: function () { return lazy.simPath; } });
+Object.defineProperty(exports, "simPath", {
+  enumerable: true,
+  get: function () {
+    return lazy.simPath;
+  },
+});

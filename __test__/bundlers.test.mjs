@@ -43,7 +43,10 @@ function assertTurn(r, what) {
 }
 
 test("esbuild cannot bundle @koma/sdk itself: no loader for its .node file (why the recipes below exist)", T, async () => {
-  const err = await bundle({ outfile: join(work, "whole.cjs") }).then(() => null, (e) => e);
+  const err = await bundle({ outfile: join(work, "whole.cjs") }).then(
+    () => null,
+    (e) => e,
+  );
   assert.ok(err, "the build fails");
   const texts = err.errors.map((e) => `${e.text} (${e.location?.file})`).join("\n");
   assert.match(texts, /No loader is configured for "\.node" files/);

@@ -104,7 +104,10 @@ test("detach resolves after the answer and the exit; events end; resume replays 
   assert.equal(alive(pid), false, "the child has exited (reaped) when detach resolves");
   const after = [];
   for await (const e of a.events()) after.push(e);
-  assert.ok(after.every((e) => e.type === "event"), "the iterator ends after detach");
+  assert.ok(
+    after.every((e) => e.type === "event"),
+    "the iterator ends after detach",
+  );
   assert.equal((await rejection(a.state())).code, "lifecycle");
   const last = items.filter((e) => e.type === "event").at(-1);
   const mid = items.filter((e) => e.type === "event")[1].seq;
@@ -116,7 +119,10 @@ test("detach resolves after the answer and the exit; events end; resume replays 
   assert.equal(replay[0].seq, mid + 1, "replay starts after `after`");
   const { turn: t2 } = await b.submit({ text: "again" });
   const more = await eventsUntil(b, finished(t2));
-  assert.ok(more.filter((e) => e.type === "event").every((e) => e.seq > last.seq), "new events continue the sequence");
+  assert.ok(
+    more.filter((e) => e.type === "event").every((e) => e.seq > last.seq),
+    "new events continue the sequence",
+  );
 });
 
 test("lifecycle is enforced locally: create/resume first and once, nothing after detach", async (t) => {
@@ -254,7 +260,9 @@ test("a script that forgets close() still exits once nothing is pending, and the
   assert.equal(alive(pid), false, "PR_SET_PDEATHSIG or the finalizer stopped koma");
 });
 
-test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fails new Client with invalid_params", { timeout: 60000 }, () => {
+test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fails new Client with invalid_params", {
+  timeout: 60000,
+}, () => {
   const script = `
     const { Client } = require(${JSON.stringify(root + "/index.js")});
     (async () => {
@@ -297,7 +305,10 @@ test("unknown option keys are invalid_params naming the key, and nothing is writ
   assert.equal(bad.code, "invalid_params");
   assert.match(bad.message, /unknown option `deadline`/);
   assert.equal((await rejection(turn.id)).code, "invalid_params");
-  assert.throws(() => new Client({ executable: SIM, tarce: true }), (e) => e.code === "invalid_params" && /unknown option `tarce`/.test(e.message));
+  assert.throws(
+    () => new Client({ executable: SIM, tarce: true }),
+    (e) => e.code === "invalid_params" && /unknown option `tarce`/.test(e.message),
+  );
   // Nothing was written: no turn ran, and the next one is the session's first.
   assert.equal((await client.state()).turn, null);
   assert.equal((await client.submit({ text: "now" })).turn, "t-1");
@@ -314,8 +325,14 @@ test("a method called without its client rejects with invalid_params (turn() and
   assert.equal((await rejection(submit({ text: "never sent" }))).code, "invalid_params");
   assert.equal((await rejection(close.call({}))).code, "invalid_params");
   const { turn, events } = client;
-  assert.throws(() => turn({ text: "never sent" }), (err) => err.code === "invalid_params" && /Client\.turn\(\)/.test(err.message));
-  assert.throws(() => events(), (err) => err.code === "invalid_params");
+  assert.throws(
+    () => turn({ text: "never sent" }),
+    (err) => err.code === "invalid_params" && /Client\.turn\(\)/.test(err.message),
+  );
+  assert.throws(
+    () => events(),
+    (err) => err.code === "invalid_params",
+  );
   assert.equal(client.pid, null, "nothing started");
   // On its client, the same function works; create is still allowed as the
   // first request, so nothing was written before.

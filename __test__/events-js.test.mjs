@@ -38,7 +38,10 @@ test("a batch is pulled once and yielded event by event, each counted as taken",
   h.queue.push([...ev(1), ...ev(2), ...ev(3)]);
   const got = [];
   for (let i = 0; i < 3; i++) got.push((await h.stream.next()).value);
-  assert.deepEqual(got, [1, 2, 3].map((seq) => ({ type: "event", seq, name: "output", data: { turn: "t", text: `#${seq}` } })));
+  assert.deepEqual(
+    got,
+    [1, 2, 3].map((seq) => ({ type: "event", seq, name: "output", data: { turn: "t", text: `#${seq}` } })),
+  );
   assert.equal(h.log.pulls, 1);
   assert.equal(h.shared[h.layout.TAKEN], 3, "TAKEN is the running count, in its slot of the layout");
   assert.equal(h.shared[h.layout.TAKEN_BYTES], 300, "TAKEN_BYTES adds each event's frame size");

@@ -146,7 +146,11 @@ test("helloTimeout: a child that reads stdin and never writes fails the client w
 
 test("helloTimeout is milliseconds or null; anything else is invalid_params at new Client", () => {
   for (const bad of [-1, "5000", Infinity, NaN, {}]) {
-    assert.throws(() => new Client({ executable: SIM, helloTimeout: bad }), (e) => e.code === "invalid_params" && /`helloTimeout`/.test(e.message), String(bad));
+    assert.throws(
+      () => new Client({ executable: SIM, helloTimeout: bad }),
+      (e) => e.code === "invalid_params" && /`helloTimeout`/.test(e.message),
+      String(bad),
+    );
   }
   for (const ok of [null, undefined, 0, 250]) new Client({ executable: SIM, helloTimeout: ok });
 });
@@ -483,7 +487,10 @@ test("unknown_event: the mystery event is not yielded; unknown fields are droppe
   }
   for (let i = 1; i < events.length; i++) assert.ok(events[i].seq > events[i - 1].seq, "seq increases");
   // The sim put a mystery event before each answer: the yielded seqs skip those numbers.
-  assert.ok(events.some((e, i) => i > 0 && e.seq > events[i - 1].seq + 1), "the mystery events were seq-checked and skipped");
+  assert.ok(
+    events.some((e, i) => i > 0 && e.seq > events[i - 1].seq + 1),
+    "the mystery events were seq-checked and skipped",
+  );
   assert.deepEqual(
     events.filter((e) => e.name === "output").map((e) => e.data.turn),
     Array(6).fill("t-1"),
@@ -544,7 +551,10 @@ for (const fault of ["crlf", "split_writes"]) {
       "turn_finished",
     ]);
     assert.equal(mine[start].data.text, text);
-    const reply = events.filter((e) => e.name === "output").map((e) => e.data.text).join("");
+    const reply = events
+      .filter((e) => e.name === "output")
+      .map((e) => e.data.text)
+      .join("");
     assert.ok(reply.includes(`you said "${text}"`), `reply: ${reply}`);
     assert.equal(events.at(-1).data.status, "completed");
     assert.equal((await client.state()).session, created.session);

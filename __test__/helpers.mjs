@@ -146,20 +146,27 @@ export function openFds() {
 /** Whether a process of group `pgid` is still running (a zombie counts as gone). */
 export function groupAlive(pgid) {
   const { readdirSync, readFileSync } = require("node:fs");
-  return readdirSync("/proc").filter((d) => /^\d+$/.test(d)).some((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return Number(f[2]) === pgid && f[0] !== "Z" && f[0] !== "X";
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .some((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return Number(f[2]) === pgid && f[0] !== "Z" && f[0] !== "X";
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Run a script (CommonJS source) in a new Node process with `flags`; its exit code, stdout and stderr. */
 export function runScript(source, { env = {}, flags = [], timeout = 120000 } = {}) {
   const { spawnSync } = require("node:child_process");
-  const r = spawnSync(process.execPath, [...flags, "-e", source], { encoding: "utf8", env: { ...process.env, ...env }, timeout, maxBuffer: 64 << 20 });
+  const r = spawnSync(process.execPath, [...flags, "-e", source], {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout,
+    maxBuffer: 64 << 20,
+  });
   return { code: r.status, signal: r.signal, out: r.stdout, err: r.stderr };
 }

@@ -17,7 +17,10 @@ test("1: close() while the child is being spawned stops it before close() resolv
   const before = childPids();
   for (let i = 0; i < 10; i++) {
     const c = new Client({ executable: SIM, env: simEnv() });
-    const call = c.state().then(() => "answered", (e) => e.code);
+    const call = c.state().then(
+      () => "answered",
+      (e) => e.code,
+    );
     await c.close();
     // Settled either way: by close (hello had not come), or answered (on a
     // busy machine hello can come, and the call be written, before close runs).
@@ -28,11 +31,24 @@ test("1: close() while the child is being spawned stops it before close() resolv
 
 test("1: close() at each early moment (before the call, while spawning, before hello) leaves no child", async () => {
   const before = childPids();
-  const settled = (p) => p.then(() => "answered", (e) => e.code);
+  const settled = (p) =>
+    p.then(
+      () => "answered",
+      (e) => e.code,
+    );
   const moments = [
     async (c) => c.close(),
-    async (c) => { const p = settled(c.probe()); await c.close(); assert.ok(["closed", "answered"].includes(await p)); },
-    async (c) => { const p = settled(c.probe()); await Promise.resolve(); await c.close(); assert.ok(["closed", "answered"].includes(await p)); },
+    async (c) => {
+      const p = settled(c.probe());
+      await c.close();
+      assert.ok(["closed", "answered"].includes(await p));
+    },
+    async (c) => {
+      const p = settled(c.probe());
+      await Promise.resolve();
+      await c.close();
+      assert.ok(["closed", "answered"].includes(await p));
+    },
   ];
   for (const [i, at] of moments.entries()) {
     const c = new Client({ executable: SIM, env: simEnv({ KOMA_SIM_FAULT: "late_hello" }) });
@@ -43,7 +59,8 @@ test("1: close() at each early moment (before the call, while spawning, before h
 });
 
 test("2: clients that streamed events and were closed can be collected, with their iterators", { timeout: 300000 }, () => {
-  const r = runScript(`
+  const r = runScript(
+    `
     const { Client } = require(${INDEX});
     const env = ${JSON.stringify(simEnv())};
     async function one(refs) {
@@ -71,7 +88,9 @@ test("2: clients that streamed events and were closed can be collected, with the
       const after = process.memoryUsage().heapUsed;
       console.log(JSON.stringify({ before, after, live: refs.filter((r) => r.deref() !== undefined).length, made: refs.length }));
     })();
-  `, { flags: ["--expose-gc"], timeout: 280000 });
+  `,
+    { flags: ["--expose-gc"], timeout: 280000 },
+  );
   assert.equal(r.code, 0, r.err);
   const { before, after, live, made } = JSON.parse(r.out);
   assert.equal(made, 2000);
@@ -114,19 +133,23 @@ test("3: bad constructor options throw an Error with code invalid_params", () =>
     [{ executable: SIM, trace: "yes" }, /`trace` must be a boolean/],
   ];
   for (const [options, message] of bad) {
-    assert.throws(() => new Client(options), (e) => {
-      assert.ok(e instanceof Error);
-      assert.equal(e.code, "invalid_params", `${JSON.stringify(options)}: ${e.code} ${e.message}`);
-      assert.match(e.message, message);
-      return true;
-    });
+    assert.throws(
+      () => new Client(options),
+      (e) => {
+        assert.ok(e instanceof Error);
+        assert.equal(e.code, "invalid_params", `${JSON.stringify(options)}: ${e.code} ${e.message}`);
+        assert.match(e.message, message);
+        return true;
+      },
+    );
   }
 });
 
 test("4: when converting an answer fails, that call is rejected and every other settles; the process exits", { timeout: 60000 }, () => {
   // The second JSON.parse of the process (the first is hello's) fails as a
   // failed Node-API call would: the first batch of the eight answers.
-  const r = runScript(`
+  const r = runScript(
+    `
     const { Client } = require(${INDEX});
     (async () => {
       const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
@@ -137,18 +160,29 @@ test("4: when converting an answer fails, that call is rejected and every other 
       await c.close();
       console.log(JSON.stringify({ outcomes, later }));
     })();
-  `, { env: { ...testingEnv(), KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }, timeout: 50000 });
+  `,
+    { env: { ...testingEnv(), KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }, timeout: 50000 },
+  );
   assert.equal(r.code, 0, `the process exits by itself: ${r.err}`);
   const { outcomes, later } = JSON.parse(r.out);
   assert.equal(outcomes.length, 8, "all eight settled");
   assert.equal(outcomes[0], "transport_failure (conversion)", JSON.stringify(outcomes));
-  assert.ok(outcomes.every((o) => o === "resolved" || o === "transport_failure (conversion)"), JSON.stringify(outcomes));
+  assert.ok(
+    outcomes.every((o) => o === "resolved" || o === "transport_failure (conversion)"),
+    JSON.stringify(outcomes),
+  );
   assert.equal(later, "resolved", "the client goes on");
 });
 
 test("5: a signal whose listener cannot be attached rejects the call, and nothing is written", async (t) => {
   const c = simClient(t);
-  const signal = { aborted: false, addEventListener() { throw new Error("no listeners here"); }, removeEventListener() {} };
+  const signal = {
+    aborted: false,
+    addEventListener() {
+      throw new Error("no listeners here");
+    },
+    removeEventListener() {},
+  };
   const e = await rejection(c.create({}, { signal }));
   assert.equal(e.code, "invalid_params");
   assert.match(e.message, /could not listen to `signal` .*no listeners here/);
@@ -157,7 +191,8 @@ test("5: a signal whose listener cannot be attached rejects the call, and nothin
 });
 
 test("6: a short long string does not keep the long line it came in alive", { timeout: 60000 }, () => {
-  const r = runScript(`
+  const r = runScript(
+    `
     const { Client } = require(${INDEX});
     const rss = () => Number(require("fs").readFileSync("/proc/self/statm", "utf8").split(" ")[1]) * 4096;
     (async () => {
@@ -173,7 +208,9 @@ test("6: a short long string does not keep the long line it came in alive", { ti
       await c.close();
       console.log(JSON.stringify({ grew, ok: kept.every((s) => s.length === 2 << 20 && s === "b".repeat(2 << 20)) }));
     })();
-  `, { flags: ["--expose-gc"] });
+  `,
+    { flags: ["--expose-gc"] },
+  );
   assert.equal(r.code, 0, r.err);
   const { grew, ok } = JSON.parse(r.out);
   assert.equal(ok, true);
@@ -182,7 +219,8 @@ test("6: a short long string does not keep the long line it came in alive", { ti
 });
 
 test("7: a call's deadline is cancelled when the call settles, and keeps nothing of the client", { timeout: 60000 }, () => {
-  const r = runScript(`
+  const r = runScript(
+    `
     const { Client, __census } = require(${INDEX});
     (async () => {
       const base = __census();
@@ -204,10 +242,15 @@ test("7: a call's deadline is cancelled when the call settles, and keeps nothing
       }
       console.log(JSON.stringify({ afterEach, base, left }));
     })();
-  `, { flags: ["--expose-gc"], env: testingEnv() });
+  `,
+    { flags: ["--expose-gc"], env: testingEnv() },
+  );
   assert.equal(r.code, 0, r.err);
   const { afterEach, base, left } = JSON.parse(r.out);
-  assert.ok(afterEach.every((n) => n === 0), `deadlines still running right after their calls settled: ${afterEach}`);
+  assert.ok(
+    afterEach.every((n) => n === 0),
+    `deadlines still running right after their calls settled: ${afterEach}`,
+  );
   assert.equal(left.timers, base.timers);
   assert.equal(left.connections, base.connections, "no connection's memory is kept by a deadline");
 });
@@ -221,12 +264,17 @@ test("8: koma's process group is never signalled after koma was reaped", { timeo
   const scenarios = [
     ["exits by itself", "spawn_tool,exit_mid_request", "await c.state().catch(() => {}); await c.close();"],
     ["detached by close()", "spawn_tool", "await c.state(); await c.close();"],
-    ["stopped with SIGKILL after ignoring everything", "spawn_tool,ignore_detach,ignore_eof,ignore_sigterm", "await c.state(); await c.close();"],
+    [
+      "stopped with SIGKILL after ignoring everything",
+      "spawn_tool,ignore_detach,ignore_eof,ignore_sigterm",
+      "await c.state(); await c.close();",
+    ],
   ];
   for (const pidfd of [true, false]) {
     for (const [what, faults, body] of scenarios) {
       const log = join(dir, `log-${pidfd}-${faults}`);
-      const r = runScript(`
+      const r = runScript(
+        `
         const { Client } = require(${INDEX});
         (async () => {
           const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv({ KOMA_SIM_FAULT: faults }))} });
@@ -234,21 +282,36 @@ test("8: koma's process group is never signalled after koma was reaped", { timeo
           console.log(JSON.stringify({ node: process.pid, pid: c.pid }));
           ${body}
         })();
-      `, { env: { LD_PRELOAD: shim, SIGNAL_LOG: log, KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } });
+      `,
+        { env: { LD_PRELOAD: shim, SIGNAL_LOG: log, KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } },
+      );
       const label = `${what} (pidfd ${pidfd ? "on" : "off"})`;
       assert.equal(r.code, 0, `${label}: ${r.err}`);
       const { node, pid } = JSON.parse(r.out);
       // The Node process's calls only (the sim's are logged with its own pid).
-      const calls = readFileSync(log, "utf8").trim().split("\n").map((l) => l.split(" ")).filter((f) => Number(f[0]) === node);
+      const calls = readFileSync(log, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => l.split(" "))
+        .filter((f) => Number(f[0]) === node);
       const shown = calls.map((f) => f.join(" ")).join("\n");
       const WNOWAIT = 0x01000000;
-      const reapAt = calls.findIndex((f) =>
-        (f[1] === "waitid" && f[2] === "1" && Number(f[3]) === pid && (Number(f[4]) & WNOWAIT) === 0 && f[5] === "0") ||
-        (f[1] === "waitpid" && Number(f[2]) === pid && Number(f[4]) === pid));
+      const reapAt = calls.findIndex(
+        (f) =>
+          (f[1] === "waitid" && f[2] === "1" && Number(f[3]) === pid && (Number(f[4]) & WNOWAIT) === 0 && f[5] === "0") ||
+          (f[1] === "waitpid" && Number(f[2]) === pid && Number(f[4]) === pid),
+      );
       assert.ok(reapAt >= 0, `${label}: koma was reaped\n${shown}`);
       const signals = calls.map((f, i) => [f, i]).filter(([f]) => f[1] === "kill" && Math.abs(Number(f[2])) === pid && f[3] !== "0");
-      assert.ok(signals.some(([f, i]) => Number(f[2]) === -pid && i < reapAt), `${label}: the group was stopped while koma was unreaped\n${shown}`);
-      assert.deepEqual(signals.filter(([, i]) => i > reapAt).map(([f]) => f.join(" ")), [], `${label}: signals after the reap\n${shown}`);
+      assert.ok(
+        signals.some(([f, i]) => Number(f[2]) === -pid && i < reapAt),
+        `${label}: the group was stopped while koma was unreaped\n${shown}`,
+      );
+      assert.deepEqual(
+        signals.filter(([, i]) => i > reapAt).map(([f]) => f.join(" ")),
+        [],
+        `${label}: signals after the reap\n${shown}`,
+      );
       assert.equal(groupAlive(pid), false, `${label}: nothing of koma's group runs`);
     }
   }
@@ -296,7 +359,13 @@ test("10: a text with a lone surrogate is refused naming the field, and the clie
 
 test("10: an env value with a NUL byte is invalid_params, before anything starts", () => {
   const before = childPids();
-  assert.throws(() => new Client({ executable: SIM, env: { KOMA_X: "a\0b" } }), (e) => e.code === "invalid_params" && /env\.KOMA_X/.test(e.message) && /NUL/.test(e.message));
-  assert.throws(() => new Client({ executable: `${SIM}\0`, env: {} }), (e) => e.code === "invalid_params" && /NUL/.test(e.message));
+  assert.throws(
+    () => new Client({ executable: SIM, env: { KOMA_X: "a\0b" } }),
+    (e) => e.code === "invalid_params" && /env\.KOMA_X/.test(e.message) && /NUL/.test(e.message),
+  );
+  assert.throws(
+    () => new Client({ executable: `${SIM}\0`, env: {} }),
+    (e) => e.code === "invalid_params" && /NUL/.test(e.message),
+  );
   assert.deepEqual(childPids(), before);
 });

@@ -44,7 +44,11 @@ export async function checkLongStrings() {
     gc();
     gc();
     assert.deepStrictEqual(all, expected(), "after gc: the result");
-    assert.deepStrictEqual(events.map((e) => e.data.output), expected(), "after gc: the events");
+    assert.deepStrictEqual(
+      events.map((e) => e.data.output),
+      expected(),
+      "after gc: the events",
+    );
     return CASES.length;
   } finally {
     await client.close();

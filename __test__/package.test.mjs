@@ -48,7 +48,11 @@ function runner(app, extraEnv = {}) {
   delete env.KOMA_SIM_PATH;
   Object.assign(env, extraEnv);
   return (args, input, { status = 0 } = {}) => {
-    const r = spawnSync(args[0] === "bin" ? join(app, "node_modules", ".bin", "koma-sim") : process.execPath, args[0] === "bin" ? args.slice(1) : args, { cwd: app, env, encoding: "utf8", input });
+    const r = spawnSync(
+      args[0] === "bin" ? join(app, "node_modules", ".bin", "koma-sim") : process.execPath,
+      args[0] === "bin" ? args.slice(1) : args,
+      { cwd: app, env, encoding: "utf8", input },
+    );
     assert.equal(r.status, status, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
     return r;
   };
@@ -63,9 +67,15 @@ test("the published packages install offline in a fresh folder and work there", 
   const work = workDir(t, "koma-pack-");
   const { main, plat } = await packBoth(work);
 
-  const mainFiles = release.readTarball(main).map((e) => e.path).sort();
+  const mainFiles = release
+    .readTarball(main)
+    .map((e) => e.path)
+    .sort();
   assert.deepEqual(mainFiles, ["package.json", ...release.rootManifest().files].sort());
-  const platFiles = release.readTarball(plat).map((e) => e.path).sort();
+  const platFiles = release
+    .readTarball(plat)
+    .map((e) => e.path)
+    .sort();
   assert.deepEqual(platFiles, ["LICENSE", "README.md", `koma-sdk.${host.abi}.node`, "koma-sim", "package.json"]);
   assert.match(release.checkMain(main, { targets }), /no binary/);
   assert.match(release.checkPlatform(plat, host), /koma-sim \(elf|koma-sim \(macho/);
@@ -74,25 +84,33 @@ test("the published packages install offline in a fresh folder and work there", 
   const run = runner(app);
   const pkgDir = realpathSync(join(app, "node_modules", "@koma", `sdk-${host.abi}`));
 
-  writeFileSync(join(app, "cjs.cjs"), `
+  writeFileSync(
+    join(app, "cjs.cjs"),
+    `
     const { Client } = require("@koma/sdk");
     const { simPath } = require("@koma/sdk/sim");
     const c = new Client({ executable: simPath });
-    c.probe().then((h) => { console.log(JSON.stringify({ protocol: h.protocol, simPath, path: h.binary.path })); return c.close(); });`);
+    c.probe().then((h) => { console.log(JSON.stringify({ protocol: h.protocol, simPath, path: h.binary.path })); return c.close(); });`,
+  );
   const cjs = JSON.parse(run(["cjs.cjs"]).stdout);
   assert.equal(cjs.protocol, 1);
   assert.equal(realpathSync(cjs.simPath), join(pkgDir, "koma-sim"), "simPath is the platform package's koma-sim");
 
-  writeFileSync(join(app, "esm.mjs"), `
+  writeFileSync(
+    join(app, "esm.mjs"),
+    `
     import { Client } from "@koma/sdk";
     import { simPath } from "@koma/sdk/sim";
     const c = new Client({ executable: simPath });
     console.log((await c.create({})).state.status);
-    await c.close();`);
+    await c.close();`,
+  );
   assert.equal(run(["esm.mjs"]).stdout.trim(), "idle");
 
   // A strict TypeScript program, module nodenext, await using.
-  writeFileSync(join(app, "main.ts"), `
+  writeFileSync(
+    join(app, "main.ts"),
+    `
     import { Client, type EventItem } from "@koma/sdk";
     import { simPath } from "@koma/sdk/sim";
     await using client = new Client({ executable: simPath });
@@ -106,11 +124,24 @@ test("the published packages install offline in a fresh folder and work there", 
     // @ts-expect-error misspelt param
     void client.submit({ txt: "x" }).catch(() => {});
     console.log(pieces > 0 ? "streamed" : "nothing");
-  `);
-  writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-    compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "ES2022", lib: ["ES2022", "ESNext.Disposable"], outDir: "out", typeRoots: [join(root, "node_modules", "@types")], types: ["node"] },
-    files: ["main.ts"],
-  }));
+  `,
+  );
+  writeFileSync(
+    join(app, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "ES2022",
+        lib: ["ES2022", "ESNext.Disposable"],
+        outDir: "out",
+        typeRoots: [join(root, "node_modules", "@types")],
+        types: ["node"],
+      },
+      files: ["main.ts"],
+    }),
+  );
   const tsc = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", app], { encoding: "utf8" });
   assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
   assert.equal(run(["out/main.js"]).stdout.trim(), "streamed");
@@ -131,7 +162,10 @@ test("the published packages install offline in a fresh folder and work there", 
   assert.notEqual(usage, 0);
   run(["bin", "--no-such-flag"], "", { status: usage });
   // A signal to the command reaches koma-sim, which is reaped; the command ends by the same signal.
-  const child = spawn(join(app, "node_modules", ".bin", "koma-sim"), ["sdk", "serve"], { env: { ...process.env, KOMA_SIM_HOME: tempHome() }, stdio: ["pipe", "pipe", "ignore"] });
+  const child = spawn(join(app, "node_modules", ".bin", "koma-sim"), ["sdk", "serve"], {
+    env: { ...process.env, KOMA_SIM_HOME: tempHome() },
+    stdio: ["pipe", "pipe", "ignore"],
+  });
   const [hello] = await once(createInterface({ input: child.stdout }), "line");
   const simPid = JSON.parse(hello).diagnostics[0].pid;
   assert.notEqual(simPid, child.pid, "koma-sim runs as a child of the command");
@@ -153,9 +187,12 @@ test("without its platform package, @koma/sdk/sim loads and simPath says how to 
   assert.deepEqual(readdirSync(join(app, "node_modules", "@koma")), ["sdk"]);
   const run = runner(app);
 
-  const r = run(["-e", `
+  const r = run([
+    "-e",
+    `
     const sim = require("@koma/sdk/sim");
-    try { console.log("found " + sim.simPath); } catch (err) { console.log(JSON.stringify({ code: err.code, message: err.message })); }`]);
+    try { console.log("found " + sim.simPath); } catch (err) { console.log(JSON.stringify({ code: err.code, message: err.message })); }`,
+  ]);
   const err = JSON.parse(r.stdout);
   assert.equal(err.code, "ERR_KOMA_SIM_NOT_FOUND");
   assert.ok(err.message.includes(`(${platform})`), `names the platform: ${err.message}`);
@@ -173,14 +210,19 @@ test("without its platform package, @koma/sdk/sim loads and simPath says how to 
   assert.match(missing(["bin", "--version"], "", { status: 1 }).stderr, /KOMA_SIM_PATH is ".*nothing-here", and there is no such file/);
 });
 
-test("simPath in an esbuild bundle: found beside node_modules, else a clear error; KOMA_SIM_PATH points at it", { timeout: 120000 }, async (t) => {
+test("simPath in an esbuild bundle: found beside node_modules, else a clear error; KOMA_SIM_PATH points at it", {
+  timeout: 120000,
+}, async (t) => {
   const { build } = await import("esbuild");
   const work = workDir(t, "koma-pack-bundle-");
   const { main, plat } = await packBoth(work);
   const app = install(work, [main, plat]);
-  writeFileSync(join(app, "entry.cjs"), `
+  writeFileSync(
+    join(app, "entry.cjs"),
+    `
     const sim = require("@koma/sdk/sim");
-    try { console.log("found " + sim.simPath); } catch (err) { console.log(err.code + " " + err.message); }`);
+    try { console.log("found " + sim.simPath); } catch (err) { console.log(err.code + " " + err.message); }`,
+  );
   const inApp = join(app, "dist", "bundle.cjs");
   await build({ entryPoints: [join(app, "entry.cjs")], bundle: true, platform: "node", format: "cjs", outfile: inApp, logLevel: "silent" });
   assert.ok(readFileSync(inApp, "utf8").includes("KOMA_SIM_PATH"), "sim.js is in the bundle");
@@ -221,7 +263,10 @@ test("the checks of a tarball catch a package with the wrong contents", { timeou
   }
   const other = targets.find((x) => x.arch !== host.arch && x.platform !== host.platform);
   const wrong = mislabel(other.abi);
-  assert.throws(() => release.checkPlatform(wrong.tgz, wrong.target), new RegExp(`is not for ${other.abi}: format \\w+, not \\w+; cpu ${host.arch}, not ${other.arch}`));
+  assert.throws(
+    () => release.checkPlatform(wrong.tgz, wrong.target),
+    new RegExp(`is not for ${other.abi}: format \\w+, not \\w+; cpu ${host.arch}, not ${other.arch}`),
+  );
 
   // A main package that carries a binary.
   const mainDir = await release.layoutMain(join(work, "stage", "main"));
@@ -230,16 +275,28 @@ test("the checks of a tarball catch a package with the wrong contents", { timeou
   manifest.files.push(`koma-sdk.${host.abi}.node`);
   writeFileSync(join(mainDir, "package.json"), JSON.stringify(manifest));
   const bad = release.pack(mainDir, join(work, "main"));
-  assert.throws(() => release.checkMain(bad, { targets }), /carries koma-sdk\..*\.node, which is not in package.json's files|carries a platform binary/);
+  assert.throws(
+    () => release.checkMain(bad, { targets }),
+    /carries koma-sdk\..*\.node, which is not in package.json's files|carries a platform binary/,
+  );
 });
 
-test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, naming the package, its error first", { timeout: 60000 }, (t) => {
+test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, naming the package, its error first", {
+  timeout: 60000,
+}, (t) => {
   const dir = workDir(t, "koma-no-addon-");
   for (const f of ["index.js", "binding.js", "package.json"]) copyFileSync(join(root, f), join(dir, f));
-  const r = spawnSync(process.execPath, ["-e", `
+  const r = spawnSync(
+    process.execPath,
+    [
+      "-e",
+      `
     try { require(${JSON.stringify(dir)}); console.log("loaded"); }
     catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: e.cause && e.cause.message })); }
-  `], { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } });
+  `,
+    ],
+    { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } },
+  );
   assert.equal(r.status, 0, r.stderr);
   const e = JSON.parse(r.stdout);
   const pkg = `@koma/sdk-${platform}`;

@@ -54,7 +54,11 @@ const REPOSITORY_ONLY = new Set(["python/README.md"]);
 
 /** GitHub's anchor of a heading. */
 const slug = (heading) =>
-  heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
 
 /** The anchors of a Markdown file (headings outside code blocks). */
 function anchors(markdown) {
@@ -69,7 +73,8 @@ function anchors(markdown) {
 
 test("the README and docs/ link only to files the package carries, and every anchor exists", () => {
   assert.ok(shipped.includes("README.md") && shipped.some((f) => f.startsWith("docs/")));
-  for (const file of readdirSync(join(root, "docs"))) assert.ok(shipped.includes(`docs/${file}`), `docs/${file} is in package.json's files`);
+  for (const file of readdirSync(join(root, "docs")))
+    assert.ok(shipped.includes(`docs/${file}`), `docs/${file} is in package.json's files`);
   for (const file of shipped) {
     const text = read(file);
     for (const [, target] of text.matchAll(/\]\(([^)\s]*)\)/g)) {
@@ -105,7 +110,11 @@ test("no URL, issue number or path outside the package in the README, docs/, the
 
 test("docs/koma-sim.md describes every fault switch koma-sim --help lists", () => {
   const help = spawnSync(SIM, ["--help"], { encoding: "utf8" }).stdout;
-  const switches = help.split("\nfault switches")[1].split("\n").filter((l) => l.startsWith("    ")).map((l) => l.trim().split(/\s+/)[0]);
+  const switches = help
+    .split("\nfault switches")[1]
+    .split("\n")
+    .filter((l) => l.startsWith("    "))
+    .map((l) => l.trim().split(/\s+/)[0]);
   assert.ok(switches.length > 30, help);
   const doc = read("docs/koma-sim.md");
   for (const name of switches) assert.match(doc, new RegExp(`^\\| \`${name}\` \\| \\S`, "m"), `docs/koma-sim.md has a row for ${name}`);
@@ -113,7 +122,13 @@ test("docs/koma-sim.md describes every fault switch koma-sim --help lists", () =
 
 test("the examples import the package by name, so that each can be copied into a project", () => {
   const examples = manifest.files.filter((f) => f.startsWith("examples/"));
-  assert.deepEqual(examples.sort(), readdirSync(join(root, "examples")).map((f) => `examples/${f}`).sort(), "every example ships");
+  assert.deepEqual(
+    examples.sort(),
+    readdirSync(join(root, "examples"))
+      .map((f) => `examples/${f}`)
+      .sort(),
+    "every example ships",
+  );
   for (const file of examples) {
     const text = read(file);
     assert.doesNotMatch(text, /(from|import\(|require\()\s*["']\.{1,2}\//, `${file}: a relative import`);

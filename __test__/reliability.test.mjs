@@ -29,11 +29,14 @@ for (const [where, call, what] of [
   ["wake", "state", "a panic while delivering results rejects what is outstanding, not a crash"],
 ]) {
   test(what, { timeout: 30000 }, () => {
-    const r = runScript(`
+    const r = runScript(
+      `
       const { Client } = require(${INDEX});
       const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
       c.${call}().then(() => console.log("resolved"), (e) => console.log("rejected", e.code)).then(() => c.close()).then(() => console.log("closed"));
-    `, { ...testingEnv(), KOMA_SDK_TEST_PANIC: where });
+    `,
+      { ...testingEnv(), KOMA_SDK_TEST_PANIC: where },
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(r.stdout.trim().split("\n"), ["rejected transport_failure", "closed"]);
   });
@@ -51,10 +54,19 @@ test("the published addon has no test hooks: with every test variable set, a rou
       console.log(JSON.stringify({ protocol: hello.protocol, session: typeof created.session, states: states.map((s) => s.status), census: typeof __census }));
     })().catch((e) => { console.log("failed", e.code, e.message); process.exitCode = 1; });
   `;
-  for (const vars of [{ KOMA_SDK_TEST_PANIC: "wake" }, { KOMA_SDK_TEST_PANIC: "reader" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:1" }, { KOMA_SDK_TEST_NAPI_FAIL: "parse:2" }]) {
+  for (const vars of [
+    { KOMA_SDK_TEST_PANIC: "wake" },
+    { KOMA_SDK_TEST_PANIC: "reader" },
+    { KOMA_SDK_TEST_NAPI_FAIL: "parse:1" },
+    { KOMA_SDK_TEST_NAPI_FAIL: "parse:2" },
+  ]) {
     const r = runScript(script, { ...vars, NAPI_RS_NATIVE_LIBRARY_PATH: "" });
     assert.equal(r.status, 0, `${JSON.stringify(vars)}: exit ${r.status ?? r.signal}; ${r.stdout} ${r.stderr}`);
-    assert.deepEqual(JSON.parse(r.stdout), { protocol: 1, session: "string", states: ["idle", "idle", "idle"], census: "undefined" }, JSON.stringify(vars));
+    assert.deepEqual(
+      JSON.parse(r.stdout),
+      { protocol: 1, session: "string", states: ["idle", "idle", "idle"], census: "undefined" },
+      JSON.stringify(vars),
+    );
   }
 });
 
@@ -79,14 +91,18 @@ const workerSource = `
 `;
 
 test("several Workers use clients at once", { timeout: 60000 }, async () => {
-  const workers = Array.from({ length: 4 }, () =>
-    new Worker(workerSource, { eval: true, workerData: { sim: SIM, env: simEnv(), requests: 200 } }));
-  const results = await Promise.all(workers.map(async (w) => {
-    const msgs = [];
-    w.on("message", (m) => msgs.push(m));
-    const [code] = await once(w, "exit");
-    return { code, msgs };
-  }));
+  const workers = Array.from(
+    { length: 4 },
+    () => new Worker(workerSource, { eval: true, workerData: { sim: SIM, env: simEnv(), requests: 200 } }),
+  );
+  const results = await Promise.all(
+    workers.map(async (w) => {
+      const msgs = [];
+      w.on("message", (m) => msgs.push(m));
+      const [code] = await once(w, "exit");
+      return { code, msgs };
+    }),
+  );
   for (const { code, msgs } of results) {
     assert.equal(code, 0);
     assert.deepEqual(msgs.at(-1), { ok: 200 });
@@ -95,7 +111,10 @@ test("several Workers use clients at once", { timeout: 60000 }, async () => {
 });
 
 test("terminating a Worker with requests in flight neither crashes Node nor leaves koma running", { timeout: 60000 }, async () => {
-  const w = new Worker(workerSource, { eval: true, workerData: { sim: SIM, env: { ...simEnv(), KOMA_SIM_FAULT: "never_answer" }, hang: true } });
+  const w = new Worker(workerSource, {
+    eval: true,
+    workerData: { sim: SIM, env: { ...simEnv(), KOMA_SIM_FAULT: "never_answer" }, hang: true },
+  });
   const msgs = [];
   w.on("message", (m) => msgs.push(m));
   while (!msgs.some((m) => m.inflight)) await once(w, "message");
@@ -109,12 +128,22 @@ test("terminating a Worker with requests in flight neither crashes Node nor leav
   await c.close();
 });
 
-test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", { timeout: 30000, skip: linuxOnly("koma's death with a SIGKILLed parent") }, async () => {
-  const child = spawn(process.execPath, ["-e", `
+test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", {
+  timeout: 30000,
+  skip: linuxOnly("koma's death with a SIGKILLed parent"),
+}, async () => {
+  const child = spawn(
+    process.execPath,
+    [
+      "-e",
+      `
     const { Client } = require(${INDEX});
     const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
     c.create({}).then(() => { console.log(c.pid); c.state({}); setInterval(() => {}, 1000); });
-  `], { stdio: ["ignore", "pipe", "inherit"] });
+  `,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   while (!out.includes("\n")) await once(child.stdout, "data");
@@ -174,7 +203,7 @@ test("the child's environment is the parent's plus `env`, and arguments are exac
   assert.ok(environ.includes("KOMA_SDK_TEST_PARENT_VAR=from-parent"));
   assert.ok(environ.includes("KOMA_SDK_TEST_ADDED=added $(echo no-shell)"));
   assert.deepEqual(cmdline.slice(1, 3), ["sdk", "serve"]);
-  const shell = (await rejection(new (await import("./helpers.mjs")).Client({ executable: "echo hi; true" }).probe()));
+  const shell = await rejection(new (await import("./helpers.mjs")).Client({ executable: "echo hi; true" }).probe());
   assert.equal(shell.code, "spawn_failed", "the executable is a path, never a shell command");
 });
 
@@ -185,7 +214,9 @@ test("a hostile child cannot make the client use more memory than the protocol's
   const slack = 32 * 2 ** 20;
   for (const eventsMiB of ["63", "400"]) {
     const r = spawnSync(process.execPath, [`${root}/__test__/peers/hostile-client.cjs`], {
-      encoding: "utf8", env: { ...process.env, HOSTILE_EVENTS_MIB: eventsMiB }, timeout: 60000,
+      encoding: "utf8",
+      env: { ...process.env, HOSTILE_EVENTS_MIB: eventsMiB },
+      timeout: 60000,
     });
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout);
@@ -206,6 +237,7 @@ test("messages that quote the child's bytes escape control characters and quote 
   const fatal = await eventsError(client);
   assert.equal(fatal.code, "protocol_error");
   for (const message of [e.message, fatal.message]) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for raw control characters
     assert.doesNotMatch(message, /[\x00-\x08\x0b-\x1f\x7f]/, "no raw control character reaches the terminal");
   }
   assert.match(fatal.message, /\\u\{1b\}\[31mINFO/);

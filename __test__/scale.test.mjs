@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { join } from "node:path";
-import { SIM, root, tempHome, alive, runScript, simClient, rejection, linuxOnly } from "./helpers.mjs";
+import { SIM, root, tempHome, alive, runScript, linuxOnly } from "./helpers.mjs";
 
 const INDEX = JSON.stringify(join(root, "index.js"));
 const simEnv = (more = {}) => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome(), ...more });
@@ -40,7 +40,8 @@ async function allGone(pids, what) {
 
 for (const pidfd of [true, false]) {
   test(`the addon's threads stay few and constant from 1 to 200 clients (pidfd ${pidfd ? "on" : "off"})`, { timeout: 120000 }, () => {
-    const r = runScript(`
+    const r = runScript(
+      `
       const { readdirSync } = require("node:fs");
       const { Client } = require(${INDEX});
       const threads = () => readdirSync("/proc/self/task").length;
@@ -59,7 +60,9 @@ for (const pidfd of [true, false]) {
         await Promise.all([...one, ...many].map((c) => c.close()));
         console.log(JSON.stringify({ withOne, withMany, after: threads() - base }));
       })();
-    `, { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } });
+    `,
+      { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } },
+    );
     assert.equal(r.code, 0, r.err);
     const { withOne, withMany, after } = JSON.parse(r.out);
     assert.ok(withOne <= 8, `threads added with 1 client: ${withOne}`);
@@ -73,8 +76,15 @@ for (const pidfd of [true, false]) {
   });
 }
 
-test("200 clients open, the Node process killed with SIGKILL: no koma is left", { timeout: 120000, skip: linuxOnly("koma's death with a SIGKILLed parent") }, async () => {
-  const child = spawn(process.execPath, ["-e", `
+test("200 clients open, the Node process killed with SIGKILL: no koma is left", {
+  timeout: 120000,
+  skip: linuxOnly("koma's death with a SIGKILLed parent"),
+}, async () => {
+  const child = spawn(
+    process.execPath,
+    [
+      "-e",
+      `
     const { Client } = require(${INDEX});
     (async () => {
       const clients = Array.from({ length: 200 }, () => new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} }));
@@ -84,7 +94,10 @@ test("200 clients open, the Node process killed with SIGKILL: no koma is left", 
       console.log(JSON.stringify(clients.map((c) => c.pid)));
       setInterval(() => {}, 1000);
     })();
-  `], { stdio: ["ignore", "pipe", "inherit"] });
+  `,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   while (!out.includes("\n")) await once(child.stdout, "data");
@@ -117,9 +130,14 @@ const workerSource = `
   })().catch((e) => parentPort.postMessage({ error: String(e) }));
 `;
 
-test("clients in several Workers: one Worker terminated with requests in flight stops its children, the others go on", { timeout: 120000 }, async () => {
+test("clients in several Workers: one Worker terminated with requests in flight stops its children, the others go on", {
+  timeout: 120000,
+}, async () => {
   const start = (hang) => {
-    const w = new Worker(workerSource, { eval: true, workerData: { sim: SIM, clients: 10, hang, env: simEnv(hang ? { KOMA_SIM_FAULT: "never_answer" } : {}) } });
+    const w = new Worker(workerSource, {
+      eval: true,
+      workerData: { sim: SIM, clients: 10, hang, env: simEnv(hang ? { KOMA_SIM_FAULT: "never_answer" } : {}) },
+    });
     const msgs = [];
     w.on("message", (m) => msgs.push(m));
     return { w, msgs, exited: once(w, "exit") };
@@ -148,7 +166,8 @@ test("clients in several Workers: one Worker terminated with requests in flight 
 
 for (const pidfd of [true, false]) {
   test(`a child whose tool holds its pipes: its exit is still seen (pidfd ${pidfd ? "on" : "off"})`, { timeout: 30000 }, () => {
-    const r = runScript(`
+    const r = runScript(
+      `
       const { Client } = require(${INDEX});
       (async () => {
         const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv({ KOMA_SIM_FAULT: "orphan_tool" }))} });
@@ -161,7 +180,9 @@ for (const pidfd of [true, false]) {
         try { process.kill(tool, 0); toolGone = require("fs").readFileSync("/proc/" + tool + "/stat", "utf8").includes(") Z"); } catch {}
         console.log(JSON.stringify({ code: e.code, message: e.message, later, toolGone }));
       })();
-    `, { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } });
+    `,
+      { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } },
+    );
     assert.equal(r.code, 0, r.err);
     const out = JSON.parse(r.out);
     assert.equal(out.code, "delivery_unknown");
@@ -172,7 +193,8 @@ for (const pidfd of [true, false]) {
 }
 
 test("a client works in fallback mode (no pidfd) like with pidfds", { timeout: 30000 }, () => {
-  const r = runScript(`
+  const r = runScript(
+    `
     const { Client } = require(${INDEX});
     (async () => {
       const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
@@ -186,7 +208,9 @@ test("a client works in fallback mode (no pidfd) like with pidfds", { timeout: 3
       await c.close();
       console.log(JSON.stringify({ gone }));
     })();
-  `, { env: { KOMA_SDK_SPAWN: "no-pidfd" } });
+  `,
+    { env: { KOMA_SDK_SPAWN: "no-pidfd" } },
+  );
   assert.equal(r.code, 0, r.err);
   assert.deepEqual(JSON.parse(r.out), { gone: true });
 });

@@ -49,11 +49,21 @@ test("koma-sim missing: the named and the default ES import both throw ERR_KOMA_
 
   // The same error, caught: a dynamic import rejects with it, and in
   // CommonJS `require` loads while reading `simPath` throws it.
-  const esm = report(node(`${settle}
-    console.log(JSON.stringify(await settle(() => import("@koma/sdk/sim"))));`, { simPath: nowhere }));
-  const cjs = report(node(`${settle}
+  const esm = report(
+    node(
+      `${settle}
+    console.log(JSON.stringify(await settle(() => import("@koma/sdk/sim"))));`,
+      { simPath: nowhere },
+    ),
+  );
+  const cjs = report(
+    node(
+      `${settle}
     const sim = require("@koma/sdk/sim");
-    settle(() => sim.simPath).then((r) => console.log(JSON.stringify(r)));`, { module: false, simPath: nowhere }));
+    settle(() => sim.simPath).then((r) => console.log(JSON.stringify(r)));`,
+      { module: false, simPath: nowhere },
+    ),
+  );
   for (const got of [esm, cjs]) {
     assert.equal(got.code, "ERR_KOMA_SIM_NOT_FOUND", JSON.stringify(got));
     assert.ok(got.message.includes(expected), got.message);
@@ -63,11 +73,19 @@ test("koma-sim missing: the named and the default ES import both throw ERR_KOMA_
 });
 
 test("koma-sim found: the named import, the default import and require give the same path", () => {
-  for (const [simPath, want] of [[SIM, SIM], [undefined, SIM]]) {
-    const esm = report(node(`
+  for (const [simPath, want] of [
+    [SIM, SIM],
+    [undefined, SIM],
+  ]) {
+    const esm = report(
+      node(
+        `
       import { simPath } from "@koma/sdk/sim";
       import sim from "@koma/sdk/sim";
-      console.log(JSON.stringify({ named: simPath, byDefault: sim.simPath }));`, { simPath }));
+      console.log(JSON.stringify({ named: simPath, byDefault: sim.simPath }));`,
+        { simPath },
+      ),
+    );
     const cjs = report(node(`console.log(JSON.stringify(require("@koma/sdk/sim").simPath));`, { module: false, simPath }));
     assert.deepEqual(esm, { named: want, byDefault: want }, `KOMA_SIM_PATH ${simPath ?? "unset"}`);
     assert.equal(cjs, want, `KOMA_SIM_PATH ${simPath ?? "unset"}`);

@@ -63,13 +63,16 @@ test("run(): an async handler may take its time; the turn waits for it", async (
   let release;
   const asked = [];
   const person = new Promise((r) => (release = r));
-  const running = c.run({ text: "edit notes.txt" }, {
-    onApproval: async (request) => {
-      asked.push(request);
-      await person; // a person at a prompt
-      return "allow";
+  const running = c.run(
+    { text: "edit notes.txt" },
+    {
+      onApproval: async (request) => {
+        asked.push(request);
+        await person; // a person at a prompt
+        return "allow";
+      },
     },
-  });
+  );
   while (asked.length === 0) await new Promise((r) => setImmediate(r));
   const st = await c.state();
   assert.equal(st.status, "waiting", "the agent waits for the answer");
@@ -85,7 +88,14 @@ test("a handler that throws denies; the loop over the Turn throws invalid_params
   const c = simClient(t);
   await c.create({});
   const boom = new Error("the prompt crashed");
-  const turn = c.turn({ text: "write notes.txt" }, { onApproval: () => { throw boom; } });
+  const turn = c.turn(
+    { text: "write notes.txt" },
+    {
+      onApproval: () => {
+        throw boom;
+      },
+    },
+  );
   const items = [];
   let thrown;
   try {
@@ -111,9 +121,11 @@ test("a handler that answers something else denies, and the loop and the result 
   assert.equal(e.code, "invalid_params");
   assert.match(e.message, /onApproval returned "yes"/);
   const rejecting = c.turn({ text: "fix notes.txt" }, { onApproval: () => Promise.reject(new Error("no prompt")) });
-  const thrown = await rejection((async () => {
-    for await (const _ of rejecting);
-  })());
+  const thrown = await rejection(
+    (async () => {
+      for await (const _ of rejecting);
+    })(),
+  );
   assert.equal(thrown.code, "invalid_params");
   assert.equal(thrown.cause.message, "no prompt");
 });
@@ -245,7 +257,7 @@ test("a failing client fails the turn with its error", async (t) => {
 /** A small PRNG, so a failing seed can be replayed. */
 function rng(seed) {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 
 test("events() beside Turns: over random sessions, every event reaches exactly one of them", { timeout: 120000 }, async (t) => {
@@ -304,13 +316,18 @@ test("an aborted run() keeps the signal's reason as cause and what the turn got 
   await c.create({});
   const why = new Error("the user pressed Escape");
   const ac = new AbortController();
-  const e = await rejection(c.run({ text: "fix notes.txt" }, {
-    signal: ac.signal,
-    onApproval: () => {
-      ac.abort(why); // while the agent waits for this answer
-      return new Promise(() => {});
-    },
-  }));
+  const e = await rejection(
+    c.run(
+      { text: "fix notes.txt" },
+      {
+        signal: ac.signal,
+        onApproval: () => {
+          ac.abort(why); // while the agent waits for this answer
+          return new Promise(() => {});
+        },
+      },
+    ),
+  );
   assert.equal(e.code, "aborted");
   assert.equal(e.cause, why);
   assert.equal(e.result.status, "interrupted", "the agent was interrupted and its turn_finished came");

@@ -7,13 +7,23 @@ import { join } from "node:path";
 import { SIM, root, tempHome } from "./helpers.mjs";
 
 test("the typed usage file runs: typed methods, event narrowing, await using", { timeout: 60000 }, () => {
-  const r = spawnSync(process.execPath, [join(root, "node_modules", "tsx", "dist", "cli.mjs"), join(root, "__test__", "types", "usage.ts")], {
-    env: { ...process.env, KOMA_SIM: SIM, KOMA_SIM_HOME: tempHome() },
-    encoding: "utf8",
-  });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, "node_modules", "tsx", "dist", "cli.mjs"), join(root, "__test__", "types", "usage.ts")],
+    {
+      env: { ...process.env, KOMA_SIM: SIM, KOMA_SIM_HOME: tempHome() },
+      encoding: "utf8",
+    },
+  );
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").at(-1)), {
-    ok: true, caps: 10, status: "idle", finished: "completed", approvals: ["allow"], pieces: 6, same: true,
+    ok: true,
+    caps: 10,
+    status: "idle",
+    finished: "completed",
+    approvals: ["allow"],
+    pieces: 6,
+    same: true,
   });
 });
 

@@ -61,7 +61,9 @@ test("through a wrapper, close() ends koma through the end of its stdin", { skip
   assert.match(client.stderr, /koma-sim: stdin closed without detach; saving and exiting/);
 });
 
-test("through a wrapper, a koma that ignores the end of stdin outlives close(): the signals reach only the wrapper", { skip: !hasSetsid && "no setsid here" }, async (t) => {
+test("through a wrapper, a koma that ignores the end of stdin outlives close(): the signals reach only the wrapper", {
+  skip: !hasSetsid && "no setsid here",
+}, async (t) => {
   const { client, simPid } = await remoteClient(t, "ignore_detach,ignore_eof");
   t.after(() => {
     if (groupAlive(simPid)) process.kill(simPid, "SIGKILL");

@@ -19,14 +19,17 @@ const ask = async (question) => {
 const client = new Client({ executable });
 try {
   await client.create({ cwd: process.cwd() });
-  const turn = client.turn({ text: process.argv[2] ?? "fix the typo in the README" }, {
-    onApproval: async ({ tool, input }) => {
-      const answer = await ask(`\nkoma wants to run ${tool} ${JSON.stringify(input)}. Allow? [y/N] `);
-      const decision = /^y(es)?$/i.test(answer.trim()) ? "allow" : "deny";
-      console.log(`(${decision})`);
-      return decision;
+  const turn = client.turn(
+    { text: process.argv[2] ?? "fix the typo in the README" },
+    {
+      onApproval: async ({ tool, input }) => {
+        const answer = await ask(`\nkoma wants to run ${tool} ${JSON.stringify(input)}. Allow? [y/N] `);
+        const decision = /^y(es)?$/i.test(answer.trim()) ? "allow" : "deny";
+        console.log(`(${decision})`);
+        return decision;
+      },
     },
-  });
+  );
   for await (const item of turn) {
     if (item.type !== "event") continue;
     if (item.name === "output") process.stdout.write(item.data.text);

@@ -35,7 +35,9 @@ const pump = (async () => {
     lastSeq = Math.max(lastSeq, item.seq);
     seen.push(item);
     show(item, "events()");
-    for (const w of waiters.splice(0)) if (!w.match(item)) waiters.push(w); else w.resolve(item);
+    for (const w of waiters.splice(0))
+      if (!w.match(item)) waiters.push(w);
+      else w.resolve(item);
   }
 })();
 // The first event (seen already, or still to come) that matches.
@@ -59,23 +61,33 @@ function show(e, via = "turn") {
   if (streaming) process.stdout.write("\n");
   streaming = false;
   switch (e.name) {
-    case "turn_started": return say(`-- turn ${e.data.turn} started: "${e.data.text}"`);
-    case "tool_call": return say(`   tool call ${e.data.call}: ${e.data.tool} ${JSON.stringify(e.data.input)}`);
-    case "tool_result": return say(`   tool result ${e.data.call}: ${e.data.error ? "failed" : "ok"}`);
-    case "approval_requested": return say(`   approval ${e.data.approval} requested for ${e.data.tool} ${JSON.stringify(e.data.input)}`);
-    case "turn_finished": return say(`-- turn ${e.data.turn} ${e.data.status}`);
-    case "state": return say(`   state: ${e.data.status}${e.data.queued ? `, ${e.data.queued} queued` : ""}`);
-    case "diagnostic": return say(`   [${e.data.level}] ${e.data.message}`);
+    case "turn_started":
+      return say(`-- turn ${e.data.turn} started: "${e.data.text}"`);
+    case "tool_call":
+      return say(`   tool call ${e.data.call}: ${e.data.tool} ${JSON.stringify(e.data.input)}`);
+    case "tool_result":
+      return say(`   tool result ${e.data.call}: ${e.data.error ? "failed" : "ok"}`);
+    case "approval_requested":
+      return say(`   approval ${e.data.approval} requested for ${e.data.tool} ${JSON.stringify(e.data.input)}`);
+    case "turn_finished":
+      return say(`-- turn ${e.data.turn} ${e.data.status}`);
+    case "state":
+      return say(`   state: ${e.data.status}${e.data.queued ? `, ${e.data.queued} queued` : ""}`);
+    case "diagnostic":
+      return say(`   [${e.data.level}] ${e.data.message}`);
   }
 }
 
 // A Turn: its own events, its approvals answered by onApproval.
-const first = client.turn({ text: "read the README and fix the typo" }, {
-  onApproval: (request) => {
-    say(`== answering ${request.approval} (${request.tool}): allow`);
-    return "allow";
+const first = client.turn(
+  { text: "read the README and fix the typo" },
+  {
+    onApproval: (request) => {
+      say(`== answering ${request.approval} (${request.tool}): allow`);
+      return "allow";
+    },
   },
-});
+);
 for await (const item of first) show(item);
 const r1 = await first.result;
 say(`== ${r1.turn}: ${r1.status}; tools: ${r1.toolCalls.map((c) => `${c.tool}${c.approval ? ` (${c.approval})` : ""}`).join(", ")}`);

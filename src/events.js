@@ -280,4 +280,4 @@
   };
 
   return { stream: reader.iterator, settle, router };
-})
+});

@@ -92,14 +92,18 @@
       );
       if (signal) {
         const onAbort = () => {
-          const how = abortCode(signal) === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
+          const how =
+            abortCode(signal) === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
           this.stop(abortCode(signal), `\`turn\` ${how}; the agent was interrupted`, signal.reason);
         };
         signal.addEventListener("abort", onAbort, { once: true });
         this.cleanup.push(() => signal.removeEventListener("abort", onAbort));
       }
       if (timeout !== undefined) {
-        const timer = setTimeout(() => this.stop("timeout", `the turn did not finish within ${timeout} ms; the agent was interrupted`), timeout);
+        const timer = setTimeout(
+          () => this.stop("timeout", `the turn did not finish within ${timeout} ms; the agent was interrupted`),
+          timeout,
+        );
         this.cleanup.push(() => clearTimeout(timer));
       }
     }
@@ -184,7 +188,9 @@
       // A handler that gives no valid answer fails the turn as one that
       // returns something else does: invalid_params, what it threw as cause.
       const threw = (e) =>
-        failClosed(coded("invalid_params", `onApproval threw, so the approval was denied: ${e instanceof Error ? e.message : String(e)}`, e));
+        failClosed(
+          coded("invalid_params", `onApproval threw, so the approval was denied: ${e instanceof Error ? e.message : String(e)}`, e),
+        );
       let answer;
       try {
         answer = policy(request);
@@ -194,7 +200,13 @@
       }
       Promise.resolve(answer).then((a) => {
         if (a === "allow" || a === "deny") decide(a);
-        else failClosed(coded("invalid_params", `onApproval returned ${typeof a === "string" ? JSON.stringify(a) : String(a)}; it must return "allow" or "deny" (the approval was denied)`));
+        else
+          failClosed(
+            coded(
+              "invalid_params",
+              `onApproval returned ${typeof a === "string" ? JSON.stringify(a) : String(a)}; it must return "allow" or "deny" (the approval was denied)`,
+            ),
+          );
       }, threw);
     }
 

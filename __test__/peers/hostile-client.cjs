@@ -3,7 +3,7 @@
 const { join } = require("node:path");
 const { Client } = require("../../index.js");
 
-(async () => {
+void (async () => {
   const base = process.resourceUsage().maxRSS * 1024;
   const client = new Client({ executable: join(__dirname, "hostile.mjs") });
   await client.probe();

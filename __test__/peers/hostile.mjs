@@ -8,7 +8,10 @@ const write = async (stream, data) => {
   if (!stream.write(data)) await once(stream, "drain");
 };
 const caps = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"];
-await write(process.stdout, JSON.stringify({ type: "hello", protocol: 1, binary: { path: "hostile", version: "0" }, diagnostics: [], capabilities: caps }) + "\n");
+await write(
+  process.stdout,
+  JSON.stringify({ type: "hello", protocol: 1, binary: { path: "hostile", version: "0" }, diagnostics: [], capabilities: caps }) + "\n",
+);
 const text = "x".repeat(1 << 20);
 const eventsMiB = Number(process.env.HOSTILE_EVENTS_MIB ?? 400);
 const noise = "noise ".repeat(10000) + "\n";

@@ -9,7 +9,25 @@
 //   blobpad {blob, pad} → {blob: "b" × blob, pad: "p" × pad}
 import { CASES, eventLine } from "./long-strings-cases.mjs";
 
-const caps = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure", "cases", "case", "emit", "fail", "stray", "broken", "blobpad"];
+const caps = [
+  "create",
+  "resume",
+  "state",
+  "submit",
+  "enqueue",
+  "interrupt",
+  "interrupt_and_submit",
+  "approve",
+  "detach",
+  "configure",
+  "cases",
+  "case",
+  "emit",
+  "fail",
+  "stray",
+  "broken",
+  "blobpad",
+];
 const out = (line) => process.stdout.write(line + "\n");
 out(JSON.stringify({ type: "hello", protocol: 1, binary: { path: "long-strings", version: "0" }, diagnostics: [], capabilities: caps }));
 

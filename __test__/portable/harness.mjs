@@ -149,7 +149,12 @@ export async function run(title = "portable suite") {
       fail++;
       console.log(`not ok ${i + 1} - ${name}`);
       const text = error && error.stack ? `${error.stack}${error.code ? `\ncode: ${error.code}` : ""}` : String(error);
-      console.log(text.split("\n").map((l) => `  # ${l}`).join("\n"));
+      console.log(
+        text
+          .split("\n")
+          .map((l) => `  # ${l}`)
+          .join("\n"),
+      );
     }
   }
   for (const dir of homes) rmSync(dir, { recursive: true, force: true });

@@ -9,18 +9,27 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import {
-  Client, SIM, root, check, run, simClient, rejection, eventsUntil, gone, until, tempDir, selfCommand,
-} from "./harness.mjs";
+import { Client, SIM, root, check, run, simClient, rejection, eventsUntil, gone, until, tempDir, selfCommand } from "./harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CAPABILITIES = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"];
+const CAPABILITIES = [
+  "create",
+  "resume",
+  "state",
+  "submit",
+  "enqueue",
+  "interrupt",
+  "interrupt_and_submit",
+  "approve",
+  "detach",
+  "configure",
+];
 const finished = (turn) => (item) => item.type === "event" && item.name === "turn_finished" && item.data.turn === turn;
 
 /** Each event's seq is the previous one plus 1. */
 function assertContiguous(items) {
   const seqs = items.filter((i) => i.type === "event").map((i) => i.seq);
-  seqs.forEach((s, i) => i === 0 || assert.equal(s, seqs[i - 1] + 1, `seq after ${seqs[i - 1]}`));
+  for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `seq after ${seqs[i - 1]}`);
 }
 
 check("probe: starts koma-sim and resolves with its checked hello", async ({ after }) => {
@@ -64,14 +73,32 @@ check("a turn with an approval: events in order, approve(allow), completed", asy
     }
     if (finished(turn)(item)) break;
   }
-  assert.ok(items.every((i) => i.type === "event"), "no overflow");
+  assert.ok(
+    items.every((i) => i.type === "event"),
+    "no overflow",
+  );
   assertContiguous(items);
   const names = items.filter((i) => i.name !== "state" && i.name !== "diagnostic").map((i) => i.name);
-  assert.deepEqual(names, ["turn_started", "tool_call", "approval_requested", "tool_result", "output", "output", "output", "output", "output", "output", "turn_finished"]);
+  assert.deepEqual(names, [
+    "turn_started",
+    "tool_call",
+    "approval_requested",
+    "tool_result",
+    "output",
+    "output",
+    "output",
+    "output",
+    "output",
+    "output",
+    "turn_finished",
+  ]);
   const result = items.find((i) => i.name === "tool_result");
   assert.equal(result.data.error, false);
   assert.match(result.data.output, /^wrote \d+ bytes to notes\.txt$/);
-  const text = items.filter((i) => i.name === "output").map((i) => i.data.text).join("");
+  const text = items
+    .filter((i) => i.name === "output")
+    .map((i) => i.data.text)
+    .join("");
   assert.equal(text, `Sim reply (sim-1, t-1): you said "fix notes.txt". I asked to write notes.txt. Done.`);
   assert.equal(items.at(-1).data.status, "completed");
   assert.equal((await client.state()).status, "idle");
@@ -122,11 +149,17 @@ check("detach, then resume in a new client: the replay starts after `after`, new
   const last = first.at(-1).seq;
   const replay = await eventsUntil(b, (i) => i.type === "event" && i.seq === last);
   assert.equal(replay[0].seq, mid + 1, "the replay starts after `after`");
-  assert.deepEqual(replay.map((i) => i.name), first.filter((i) => i.seq > mid).map((i) => i.name));
+  assert.deepEqual(
+    replay.map((i) => i.name),
+    first.filter((i) => i.seq > mid).map((i) => i.name),
+  );
   const { turn: t2 } = await b.submit({ text: "again" });
   assert.equal(t2, "t-2", "turn numbering continues");
   const more = await eventsUntil(b, finished(t2));
-  assert.ok(more.every((i) => i.seq > last), "new events continue the sequence");
+  assert.ok(
+    more.every((i) => i.seq > last),
+    "new events continue the sequence",
+  );
 });
 
 check("close stops koma and the tool it started in its group (koma ignores detach, EOF and SIGTERM)", async ({ after }) => {
@@ -134,7 +167,9 @@ check("close stops koma and the tool it started in its group (koma ignores detac
   const hello = await client.probe();
   const tool = hello.diagnostics.find((d) => d && typeof d === "object" && "tool_pid" in d)?.tool_pid;
   assert.ok(Number.isInteger(tool), `hello's diagnostics carry the tool's pid: ${JSON.stringify(hello.diagnostics)}`);
-  after(() => { if (!gone(tool)) process.kill(tool, "SIGKILL"); });
+  after(() => {
+    if (!gone(tool)) process.kill(tool, "SIGKILL");
+  });
   await client.create({});
   const pid = client.pid;
   assert.ok(!gone(pid) && !gone(tool), "koma and its tool run");

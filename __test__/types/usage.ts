@@ -1,5 +1,16 @@
 // Type-checked with `tsc --strict` by `npm test`, and run by typescript.test.mjs.
-import { Client, Turn, isKomaError, type EventItem, type KomaError, type State, type TurnResult, type ApprovalRequestedData, type InterruptResult, type RunOptions } from "../../index.js";
+import {
+  Client,
+  Turn,
+  isKomaError,
+  type EventItem,
+  type KomaError,
+  type State,
+  type TurnResult,
+  type ApprovalRequestedData,
+  type InterruptResult,
+  type RunOptions,
+} from "../../index.js";
 
 const executable = process.env.KOMA_SIM ?? "koma";
 
