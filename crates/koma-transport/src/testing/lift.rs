@@ -58,7 +58,7 @@ pub fn text_of(json: &[u8], text: &Text) -> String {
     }
 }
 
-/// Put the lifted strings back into the parsed skeleton, as the binding does.
+/// Put the lifted strings back into the parsed skeleton, as a host does.
 pub fn restore(json: &[u8], l: &Lifted, mut v: Value) -> Value {
     for (n, lift) in l.lifts.iter().enumerate() {
         let mut at = &mut v;
