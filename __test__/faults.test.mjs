@@ -589,3 +589,36 @@ test("a file that is not executable: spawn_failed", T, async (t) => {
   }
   assert.equal(client.pid, null);
 });
+
+test("a directory as the executable: spawn_failed that says it is a directory", T, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "koma-dir-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const client = new Client({ executable: dir });
+  t.after(() => client.close());
+  const err = await rejection(client.probe());
+  assertCode(err, "spawn_failed", "probe:");
+  assert.match(err.message, /is a directory/, err.message);
+  assert.doesNotMatch(err.message, /permission denied/, err.message);
+});
+
+test("an executable with arguments in it: spawn_failed that says arguments are not split", T, async (t) => {
+  const client = new Client({ executable: `${SIM} --verbose` });
+  t.after(() => client.close());
+  const err = await rejection(client.probe());
+  assertCode(err, "spawn_failed", "probe:");
+  assert.match(err.message, /not split/, err.message);
+  assert.match(err.message, /sdk serve/, err.message);
+});
+
+// ---------------------------------------------------------------- lifecycle
+
+test("create after another request: lifecycle, naming the request that went first and saying a session needs a new client", T, async (t) => {
+  const client = simClient(t);
+  await client.state();
+  const err = await rejection(client.create({}));
+  assertCode(err, "lifecycle", "create:");
+  assert.match(err.message, /`state` was written first/, err.message);
+  assert.match(err.message, /new client/, err.message);
+  // The rule stands and the client goes on: other requests still work.
+  assert.equal((await client.state()).status, "idle");
+});
