@@ -134,6 +134,8 @@ def check_contents(wheel: Path) -> None:
             print(f"  {name}: {kind}")
         for name in sorted(required - names):
             problems.append(f"{name}: missing")
+        if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
+            problems.append("LICENSE: missing from the wheel's metadata")
         for name in sorted(names):
             if "/tests/" in name or name.startswith("tests/") or "__pycache__" in name:
                 problems.append(f"{name}: not part of the package")
