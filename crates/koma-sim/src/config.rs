@@ -44,6 +44,8 @@ pub struct Faults {
     pub protocol_2: bool,
     pub protocol_string: bool,
     pub protocol_missing: bool,
+    pub protocol_float: bool,
+    pub protocol_true: bool,
     pub late_hello: bool,
     pub bom: bool,
     pub stderr_flood: bool,
@@ -97,6 +99,8 @@ impl Faults {
                 "protocol_2" => &mut f.protocol_2,
                 "protocol_string" => &mut f.protocol_string,
                 "protocol_missing" => &mut f.protocol_missing,
+                "protocol_float" => &mut f.protocol_float,
+                "protocol_true" => &mut f.protocol_true,
                 "late_hello" => &mut f.late_hello,
                 "bom" => &mut f.bom,
                 "stderr_flood" => &mut f.stderr_flood,
@@ -124,7 +128,7 @@ impl Faults {
     /// A hello whose `protocol` is not the integer 1: the sim then only
     /// counts the bytes the client writes.
     pub fn bad_protocol(&self) -> bool {
-        self.protocol_2 || self.protocol_string || self.protocol_missing
+        self.protocol_2 || self.protocol_string || self.protocol_missing || self.protocol_float || self.protocol_true
     }
 }
 
