@@ -1,0 +1,442 @@
+"""`Client`: coroutines named after the protocol's methods, over the native
+connection. Requests are written from the calling task; their answers come
+back when the client's wake descriptor turns readable, and one native call
+(`deliver`) then hands over everything of the wake, with the results parsed
+by one `json.loads`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import weakref
+from functools import partial
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+)
+
+from . import _backend
+from ._errors import KomaError, invalid
+from ._lift import put_back
+from ._native import NativeClient
+from ._queue import EventQueue, EventStream
+from ._turn import ApprovalPolicy, Turn, run
+from ._types import (
+    Decision,
+    EnqueueResult,
+    Hello,
+    InterruptAndSubmitResult,
+    InterruptResult,
+    SessionResult,
+    State,
+    SubmitResult,
+    TurnResult,
+)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+T = TypeVar("T")
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+_loads = json.loads
+
+
+def _params(method: str, params: Any) -> Optional[bytes]:
+    """`params` as the JSON text the core checks, or `None` for no params."""
+    if params is None:
+        return None
+    try:
+        text = _encoder.encode(params)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise invalid(f"{method}: params cannot be sent as JSON ({e})") from None
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate: written as an escape, the core names its field.
+        return _ascii_encoder.encode(params).encode()
+
+
+def _seconds(what: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise invalid(f"`{what}` must be a finite number of seconds >= 0, or None")
+    return float(value)
+
+
+def _path(what: str, value: Any) -> bytes:
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise invalid(f"Client: `{what}` must be a str or a path, not {type(value).__name__}")
+    try:
+        return os.fsencode(value)
+    except (TypeError, UnicodeEncodeError) as e:
+        raise invalid(f"Client: `{what}` cannot be used as a path ({e})") from None
+
+
+def _env(env: Any) -> List[Tuple[bytes, bytes]]:
+    if env is None:
+        return []
+    if not isinstance(env, Mapping):
+        raise invalid(f"Client: `env` must be a mapping of str to str, not {type(env).__name__}")
+    out = []
+    for k, v in env.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise invalid(f"Client: `env` must map str to str; {k!r}: {v!r} does not")
+        try:
+            out.append((os.fsencode(k), os.fsencode(v)))
+        except UnicodeEncodeError as e:
+            raise invalid(f"Client: `env[{k!r}]` cannot be passed to a process ({e})") from None
+    return out
+
+
+class _Wake:
+    """The client's wake descriptor and the loop that watches it. Held by
+    the client and by its finalizer (never the other way round), so the
+    loop's callback does not keep the client alive."""
+
+    __slots__ = ("native", "callback", "backend", "fd", "__weakref__")
+
+    def __init__(self, native: NativeClient, callback: Callable[[], None]) -> None:
+        self.native = native
+        self.callback = callback
+        self.backend: Optional[_backend.Backend] = None
+        self.fd: Optional[int] = None
+
+    def current(self) -> _backend.Backend:
+        """The running loop's backend; the descriptor is watched by it (a
+        client belongs to the loop that used it last)."""
+        backend = self.backend
+        if backend is not None and _backend.same_loop(backend):
+            return backend
+        backend = _backend.current()
+        self.unwatch(release=False)
+        fd = self.native.wake_fd()
+        if fd is not None:
+            backend.watch(fd, self.callback)
+            self.backend = backend
+            self.fd = fd
+        return backend
+
+    def unwatch(self, release: bool) -> None:
+        backend, fd = self.backend, self.fd
+        self.backend = self.fd = None
+        then = self.native.release_wake if release else _nothing
+        if backend is not None and fd is not None:
+            backend.unwatch(fd, then)
+        else:
+            then()
+
+
+def _nothing() -> None:
+    pass
+
+
+_live: "weakref.WeakSet[_Wake]" = weakref.WeakSet()
+
+
+def _collected(wake: _Wake) -> None:
+    """A client was collected (or the interpreter exits) without close():
+    stop its child's whole group now."""
+    try:
+        wake.native.kill_now()
+    finally:
+        wake.unwatch(release=True)
+
+
+def _after_fork_in_child() -> None:
+    # The parent's clients stay the parent's: their descriptors are closed
+    # here (the parent keeps its own), and their calls are refused.
+    for wake in list(_live):
+        wake.backend = wake.fd = None
+        wake.native.release_wake()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _on_wake(ref: "weakref.ReferenceType[Client]") -> None:
+    client = ref()
+    if client is None:
+        return
+    try:
+        client._deliver()
+    except Exception as e:
+        # A bug of this package: fail the client's calls rather than leave
+        # them waiting (and never let it escape into the loop's own callback).
+        client._fail_all(KomaError("transport_failure", f"an internal error in koma_sdk while delivering: {e!r}"))
+
+
+class Client:
+    """A client of one `koma sdk serve` child. Nothing starts until the first
+    call; every call starts the child and awaits its hello first if that has
+    not happened. `async with Client(...) as c:` closes it.
+
+    `env` is added to this process's environment for the child.
+    `hello_timeout` (seconds, `None`: no bound) bounds the wait for hello.
+    Bad arguments raise `KomaError` with code `invalid_params`."""
+
+    def __init__(
+        self,
+        executable: PathLike,
+        *,
+        cwd: Optional[PathLike] = None,
+        env: Optional[Mapping[str, str]] = None,
+        trace: bool = False,
+        hello_timeout: Optional[float] = 15.0,
+    ) -> None:
+        exe = _path("executable", executable)
+        cwd_bytes = None if cwd is None else _path("cwd", cwd)
+        env_list = _env(env)
+        if not isinstance(trace, bool):
+            raise invalid("Client: `trace` must be a bool")
+        hello = _seconds("hello_timeout", hello_timeout)
+        self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
+        self._calls: Dict[int, Union[_backend.Future, _backend.Sink]] = {}
+        self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
+        self._bind = self._wake.current
+        _live.add(self._wake)
+        self._finalizer = weakref.finalize(self, _collected, self._wake)
+        self._queue = EventQueue(self._native, self._bind)
+
+    # ---- plumbing
+
+    def _deliver(self) -> None:
+        """One wake: settle every call it answered, then serve the events."""
+        try:
+            tokens, joined, lifts, others = self._native.deliver()
+        except KomaError as e:
+            self._fail_all(e)
+            return
+        calls = self._calls
+        if joined is not None:
+            try:
+                values = _loads(joined)
+                for entry in lifts:
+                    put_back(values, entry)
+            except Exception as e:  # the core checked the JSON: this is a bug
+                err = KomaError("transport_failure", f"an internal error in koma_sdk: an answer could not be read ({e})")
+                for token in tokens:
+                    sink = calls.pop(token, None)
+                    if sink is not None and not sink.done():
+                        sink.set_exception(err)
+            else:
+                for token, value in zip(tokens, values):
+                    sink = calls.pop(token, None)
+                    if sink is not None and not sink.done():
+                        sink.set_result(value)
+        for token, value, failed in others:
+            sink = calls.pop(token, None)
+            if sink is not None and not sink.done():
+                if failed:
+                    sink.set_exception(value)
+                else:
+                    sink.set_result(value)
+        self._queue.woke()
+
+    def _fail_all(self, error: KomaError) -> None:
+        self._native.kill_now()
+        calls, self._calls = self._calls, {}
+        for sink in calls.values():
+            if not sink.done():
+                sink.set_exception(error)
+
+    def _send(self, method: str, params: Any, sink: Union[_backend.Future, _backend.Sink], timeout: Optional[float]) -> None:
+        """Write a request whose answer goes to `sink`; raises `KomaError` at
+        once for a local rejection (nothing written)."""
+        self._bind()
+        body = _params(method, params)
+        native = self._native
+        token = native.token()
+        native.request(token, method, body, timeout)
+        self._calls[token] = sink
+
+    def _send_to(self, method: str, params: Any, sink: _backend.Sink) -> None:
+        self._send(method, params, sink, None)
+
+    async def _call(self, method: str, params: Any, timeout: Any) -> Any:
+        seconds = _seconds("timeout", timeout)
+        body = _params(method, params)
+        backend = self._bind()
+        native = self._native
+        token = native.token()
+        native.request(token, method, body, seconds)
+        fut = backend.future()
+        self._calls[token] = fut
+        try:
+            return await fut
+        except BaseException:
+            if self._calls.pop(token, None) is not None:
+                native.abandon(token)  # cancelled: its late answer is ignored
+            raise
+
+    def _release(self) -> None:
+        """After close: stop watching, and close the wake descriptor."""
+        self._wake.unwatch(release=True)
+
+    # ---- the protocol's methods
+
+    async def probe(self, *, timeout: Optional[float] = None) -> Hello:
+        """Start the child if needed; the checked hello."""
+        seconds = _seconds("timeout", timeout)
+        backend = self._bind()
+        native = self._native
+        token = native.token()
+        ready = native.probe(token, seconds)
+        if ready is not None:
+            return Hello._wire(_loads(ready))
+        fut = backend.future()
+        self._calls[token] = fut
+        try:
+            return Hello._wire(await fut)
+        except BaseException:
+            if self._calls.pop(token, None) is not None:
+                native.abandon(token)
+            raise
+
+    async def create(
+        self, *, cwd: Optional[Union[str, "os.PathLike[str]"]] = None, model: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> SessionResult:
+        """Start a new session (only as the first request)."""
+        params: Dict[str, Any] = {}
+        if cwd is not None:
+            params["cwd"] = os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd
+        if model is not None:
+            params["model"] = model
+        return SessionResult._wire(await self._call("create", params, timeout))
+
+    async def resume(self, session: str, *, after: Optional[int] = None, timeout: Optional[float] = None) -> SessionResult:
+        """Reattach to a saved session; its events after `after` are replayed."""
+        params: Dict[str, Any] = {"session": session}
+        if after is not None:
+            params["after"] = after
+        return SessionResult._wire(await self._call("resume", params, timeout))
+
+    async def state(self, *, timeout: Optional[float] = None) -> State:
+        return State._wire(await self._call("state", None, timeout))
+
+    async def submit(self, text: str, *, timeout: Optional[float] = None) -> SubmitResult:
+        """Start a turn; remote error `busy` while one runs."""
+        return SubmitResult._wire(await self._call("submit", {"text": text}, timeout))
+
+    async def enqueue(self, text: str, *, timeout: Optional[float] = None) -> EnqueueResult:
+        """Queue a text to run after the current turn."""
+        return EnqueueResult._wire(await self._call("enqueue", {"text": text}, timeout))
+
+    async def interrupt(self, *, timeout: Optional[float] = None) -> InterruptResult:
+        """Stop the running turn, if any."""
+        return InterruptResult._wire(await self._call("interrupt", None, timeout))
+
+    async def interrupt_and_submit(self, text: str, *, timeout: Optional[float] = None) -> InterruptAndSubmitResult:
+        """Stop the running turn and start this one, ahead of the queue."""
+        return InterruptAndSubmitResult._wire(await self._call("interrupt_and_submit", {"text": text}, timeout))
+
+    async def approve(self, approval: str, decision: Decision, *, timeout: Optional[float] = None) -> None:
+        """Answer an `approval_requested` event."""
+        await self._call("approve", {"approval": approval, "decision": decision}, timeout)
+
+    async def configure(self, *, model: Optional[str] = None, timeout: Optional[float] = None) -> State:
+        params = {} if model is None else {"model": model}
+        return State._wire(await self._call("configure", params, timeout))
+
+    async def detach(self, *, timeout: Optional[float] = None) -> None:
+        """koma saves the session and exits 0; returns after the answer and
+        the exit. `events()` then ends, and nothing more is written."""
+        await self._call("detach", None, timeout)
+
+    async def request(self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Optional[float] = None) -> Any:
+        """Any method of hello's capabilities. The protocol's methods get
+        their params checked; others take any JSON object, sent as given.
+        Returns the plain JSON result."""
+        if not isinstance(method, str):
+            raise invalid("request: `method` must be a str")
+        return await self._call(method, params, timeout)
+
+    async def close(self) -> None:
+        """Detach if it can (bounded), else end stdin, SIGTERM, SIGKILL, each
+        after a grace. Idempotent; afterwards nothing of the client is left
+        (process, descriptor, task). Pending calls get `delivery_unknown`."""
+        native = self._native
+        token = native.token()
+        if native.close(token):
+            self._queue.woke()
+            self._release()
+            return
+        fut = self._bind().future()
+        self._calls[token] = fut
+        try:
+            await fut
+        finally:
+            self._calls.pop(token, None)
+        self._release()
+
+    # ---- events and turns
+
+    def events(self) -> EventStream:
+        """The client's one event queue, as an async iterator: catalog events
+        and the one overflow report. Every call iterates the same queue."""
+        return self._queue.stream
+
+    def turn(
+        self,
+        text: str,
+        *,
+        mode: Optional[str] = None,
+        on_approval: Optional[ApprovalPolicy] = None,
+        timeout: Optional[float] = None,
+    ) -> Turn:
+        """Start a turn (`mode="interrupt"`: stop the running one first) and
+        take its events from the client's queue; see the README."""
+        return Turn(self._send_to, self._queue, self._bind(), text, mode, on_approval, timeout)
+
+    async def run(
+        self,
+        text: str,
+        *,
+        on_approval: ApprovalPolicy,
+        mode: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> TurnResult:
+        """A turn in one call: `turn()` drained, then its result. A failure
+        carries the partial result as `error.result`."""
+        return await run(self._send_to, self._queue, self._bind(), text, mode, on_approval, timeout)
+
+    # ---- properties
+
+    @property
+    def stderr(self) -> str:
+        """The kept tail of the child's stderr (the newest 64 KiB)."""
+        return self._native.stderr
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The child's process id while it runs, else `None`."""
+        return self._native.pid
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<koma_sdk.Client pid={self.pid}>"

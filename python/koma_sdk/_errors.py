@@ -1,0 +1,74 @@
+"""The one error type of the package: `KomaError`, with a `code` from the
+protocol file's table (part C)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final, Literal, Optional
+
+if TYPE_CHECKING:
+    from ._types import TurnResult
+
+ErrorCode = Literal[
+    "remote",
+    "delivery_unknown",
+    "transport_failure",
+    "spawn_failed",
+    "protocol_error",
+    "protocol_mismatch",
+    "frame_too_large",
+    "too_many_pending",
+    "lifecycle",
+    "unsupported",
+    "invalid_params",
+    "closed",
+    "aborted",
+    "timeout",
+]
+
+
+class RemoteError:
+    """The server's `error` object of a failed response."""
+
+    __slots__ = ("code", "message", "data")
+
+    def __init__(self, code: str, message: str, data: Any = None) -> None:
+        self.code: Final = code
+        self.message: Final = message
+        #: The `data` member, as JSON values (`None` when absent).
+        self.data: Final = data
+
+    def __repr__(self) -> str:
+        return f"RemoteError(code={self.code!r}, message={self.message!r}, data={self.data!r})"
+
+
+class KomaError(Exception):
+    """Every error the package raises. `code` says what happened (see the
+    README's table); `remote` is the server's error for code `remote`;
+    `result` is the partial `TurnResult` of a failed `Client.run()`."""
+
+    def __init__(self, code: ErrorCode, message: str, remote: Optional[RemoteError] = None) -> None:
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.message: str = message
+        self.remote: Optional[RemoteError] = remote
+        self.result: Optional[TurnResult] = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __reduce__(self) -> Any:
+        return (KomaError, (self.code, self.message, self.remote))
+
+
+def _from_native(code: ErrorCode, message: str, remote: Optional[tuple[str, str, Optional[str]]]) -> KomaError:
+    """What the native module raises and reports: `remote` is the server's
+    `(code, message, data JSON text or None)`."""
+    if remote is None:
+        return KomaError(code, message)
+    rcode, rmessage, data = remote
+    return KomaError(code, message, RemoteError(rcode, rmessage, None if data is None else json.loads(data)))
+
+
+def invalid(message: str) -> KomaError:
+    return KomaError("invalid_params", message)

@@ -1,0 +1,45 @@
+//! `koma_sdk._native`: the Python binding of the `koma-transport` core. It
+//! only converts; the protocol lives in the core, and the ergonomic layer
+//! (coroutines, the event queue, turns) is Python (`python/koma_sdk`).
+//!
+//! - `client.rs`: `NativeClient`, one connection driven from the event loop;
+//! - `wake.rs`: the descriptor the core's waker writes to (no GIL taken);
+//! - `convert.rs`: errors, lifted strings and their paths as Python values;
+//! - `settings.rs`: the environment variables read once per process.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+mod client;
+mod convert;
+mod settings;
+mod wake;
+
+use koma_transport::connection::BATCH_STRIDE;
+use koma_transport::EventCounters;
+use pyo3::prelude::*;
+
+/// Register the package's `KomaError` factory (done once, on import).
+#[pyfunction]
+fn init(py: Python<'_>, error_factory: Py<PyAny>) {
+    convert::set_error_factory(py, error_factory);
+}
+
+/// Live counts of this process (for tests): connections whose memory is
+/// still held, and call deadlines still running.
+#[pyfunction]
+fn census() -> (usize, usize) {
+    let c = koma_transport::connection::census();
+    (c.connections, c.timers)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<client::NativeClient>()?;
+    m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_function(wrap_pyfunction!(census, m)?)?;
+    m.add("SLOT_EPOCH", EventCounters::EPOCH)?;
+    m.add("SLOT_TAKEN", EventCounters::TAKEN)?;
+    m.add("SLOT_BATCH_EPOCH", EventCounters::BATCH_EPOCH)?;
+    m.add("SLOT_TAKEN_BYTES", EventCounters::TAKEN_BYTES)?;
+    m.add("BATCH_STRIDE", BATCH_STRIDE)?;
+    Ok(())
+}
