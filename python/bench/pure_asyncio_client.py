@@ -34,9 +34,7 @@ MAX_BUFFERED_EVENT_BYTES = 67_108_864
 STDERR_KEEP_BYTES = 65_536
 DETACH_GRACE = 2.0
 STOP_GRACE = 1.0
-CATALOG = frozenset(
-    ["state", "turn_started", "output", "tool_call", "tool_result", "approval_requested", "turn_finished", "diagnostic"]
-)
+CATALOG = frozenset(["state", "turn_started", "output", "tool_call", "tool_result", "approval_requested", "turn_finished", "diagnostic"])
 # Part B's table: field -> (type, required).
 METHODS: dict[str, dict[str, tuple[type, bool]]] = {
     "create": {"cwd": (str, False), "model": (str, False)},
@@ -365,7 +363,13 @@ class PureAsyncioClient:
         ):
             return self._protocol_error("a malformed hello", line)
         self._capabilities = frozenset(caps)
-        hello = {"type": "hello", "protocol": 1, "binary": {"path": b["path"], "version": b["version"]}, "diagnostics": f["diagnostics"], "capabilities": caps}
+        hello = {
+            "type": "hello",
+            "protocol": 1,
+            "binary": {"path": b["path"], "version": b["version"]},
+            "diagnostics": f["diagnostics"],
+            "capabilities": caps,
+        }
         if self._phase == "starting":
             self._phase = "ready"
         assert self._hello is not None

@@ -48,25 +48,30 @@ FULL = {
     "w5": {"blob_bytes": BLOB_BYTES},
     "w6": {"rate": 20_000, "seconds": 3.0, "nbytes": 200, "per_request": 64, "max_burst": 128},
 }
-SMOKE = {
-    "w1": {"count": 200, "nbytes": 200, "total": 2_000},
-    "w2": {"count": 16, "nbytes": 64 * 1024, "total": 64},
-    "w3": {"n": 200},
-    "w4": {"n": 2_000, "depth": 64},
-    "w5": {"blob_bytes": 1 * MIB},
-    "w6": {"rate": 20_000, "seconds": 0.25, "nbytes": 200, "per_request": 64, "max_burst": 128},
-}
-WARM = {
-    "w1": {"count": 200, "nbytes": 200, "total": 20_000},
-    "w2": {"count": 16, "nbytes": 64 * 1024, "total": 256},
-    "w3": {"n": 1_000},
-    "w4": {"n": 5_000, "depth": 64},
-    "w6": {"rate": 20_000, "seconds": 0.3, "nbytes": 200, "per_request": 64, "max_burst": 128},
-}
+
+
+def smaller(changes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The full run's workloads with some counts changed."""
+    return {k: {**FULL[k], **v} for k, v in changes.items()}
+
+
+SMOKE = smaller(
+    {"w1": {"total": 2_000}, "w2": {"total": 64}, "w3": {"n": 200}, "w4": {"n": 2_000}, "w5": {"blob_bytes": MIB}, "w6": {"seconds": 0.25}}
+)
+WARM = smaller({"w1": {"total": 20_000}, "w2": {"total": 256}, "w3": {"n": 1_000}, "w4": {"n": 5_000}, "w6": {"seconds": 0.3}})
 
 
 class Workload:
-    def __init__(self, key: str, name: str, kind: str, goal: float, fn: Callable[..., Awaitable[dict[str, Any]]] | None, size: Callable[[dict[str, Any]], str], rss_goal: float | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        kind: str,
+        goal: float,
+        fn: Callable[..., Awaitable[dict[str, Any]]] | None,
+        size: Callable[[dict[str, Any]], str],
+        rss_goal: float | None = None,
+    ) -> None:
         self.key, self.name, self.kind, self.goal, self.fn, self.size, self.rss_goal = key, name, kind, goal, fn, size, rss_goal
 
 
@@ -75,8 +80,18 @@ WORKLOADS = [
     Workload("w2", "64 KiB events", "rate", 3.0, events_workload, lambda p: f"{p['total']:,} events"),
     Workload("w3", "sequential state()", "rate", 1.5, sequential_workload, lambda p: f"{p['n']:,} round trips"),
     Workload("w4", "state(), 64 in flight", "rate", 2.0, inflight_workload, lambda p: f"{p['n']:,} round trips"),
-    Workload("w5", "one 40 MiB response (fresh process each)", "blob", 2.0, None, lambda p: f"frame {p['blob_bytes'] + BLOB_OVERHEAD + 1:,} B", rss_goal=2.2),
-    Workload("w6", "steady 20,000 events/s: loop thread busy", "busy", 0.3, steady_workload, lambda p: f"{p['rate']:,}/s x {p['seconds']} s"),
+    Workload(
+        "w5",
+        "one 40 MiB response (fresh process each)",
+        "blob",
+        2.0,
+        None,
+        lambda p: f"frame {p['blob_bytes'] + BLOB_OVERHEAD + 1:,} B",
+        rss_goal=2.2,
+    ),
+    Workload(
+        "w6", "steady 20,000 events/s: loop thread busy", "busy", 0.3, steady_workload, lambda p: f"{p['rate']:,}/s x {p['seconds']} s"
+    ),
 ]
 
 
@@ -102,7 +117,9 @@ async def run_in_process(side: str, w: Workload, params: dict[str, Any], timeout
 def run_blob(side: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
     """One 40 MiB response in a fresh Python process (rss_one.py)."""
     try:
-        p = subprocess.run([sys.executable, str(HERE / "rss_one.py"), side, str(params["blob_bytes"])], capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, str(HERE / "rss_one.py"), side, str(params["blob_bytes"])], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "detail": f"rss_one.py did not end within {timeout:.0f} s"}
     try:
@@ -168,7 +185,10 @@ def summarize(w: Workload, params: dict[str, Any], runs: dict[str, list[dict[str
         ga, gp = med(a, "growth"), med(p, "growth")
         frame = params["blob_bytes"] + BLOB_OVERHEAD + 1
         ratio = tp / ta
-        cells = [f"{ta:.3f} s, RSS +{ga / MIB:.1f} MiB ({ga / frame:.2f}x frame)", f"{tp:.3f} s, RSS +{gp / MIB:.1f} MiB ({gp / frame:.2f}x frame)"]
+        cells = [
+            f"{ta:.3f} s, RSS +{ga / MIB:.1f} MiB ({ga / frame:.2f}x frame)",
+            f"{tp:.3f} s, RSS +{gp / MIB:.1f} MiB ({gp / frame:.2f}x frame)",
+        ]
         goal = f">= {w.goal}x, RSS <= {w.rss_goal}x frame"
         assert w.rss_goal is not None
         met += [ratio >= w.goal, ga / frame <= w.rss_goal]
@@ -184,7 +204,16 @@ def summarize(w: Workload, params: dict[str, Any], runs: dict[str, list[dict[str
 
 
 def print_table(rows: list[list[str]]) -> None:
-    head = ["workload", "size", "koma_sdk (median)", "pure asyncio (median)", "ratio", "goal", "", "CPU us/unit, all threads: koma_sdk / pure"]
+    head = [
+        "workload",
+        "size",
+        "koma_sdk (median)",
+        "pure asyncio (median)",
+        "ratio",
+        "goal",
+        "",
+        "CPU us/unit, all threads: koma_sdk / pure",
+    ]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     print()
     print("  ".join(h.ljust(widths[i]) for i, h in enumerate(head)))
@@ -220,8 +249,10 @@ async def main() -> int:
     import koma_sdk
 
     load = Path("/proc/loadavg").read_text().split()[:3]
-    print(f"koma_sdk benchmark{' (smoke: tiny counts, no speed asserted)' if args.smoke else ''}: Python {sys.version.split()[0]}, "
-          f"koma_sdk from {Path(koma_sdk.__file__).parent}, koma-sim {sim_path()}, {os.cpu_count()} CPU(s), load average {' '.join(load)}, {rounds} round(s)")
+    print(
+        f"koma_sdk benchmark{' (smoke: tiny counts, no speed asserted)' if args.smoke else ''}: Python {sys.version.split()[0]}, "
+        f"koma_sdk from {Path(koma_sdk.__file__).parent}, koma-sim {sim_path()}, {os.cpu_count()} CPU(s), load average {' '.join(load)}, {rounds} round(s)"
+    )
     failures: list[str] = []
     rows: list[list[str]] = []
     t0 = time.perf_counter()

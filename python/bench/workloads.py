@@ -52,7 +52,11 @@ async def events_workload(c: Any, count: int, nbytes: int, total: int) -> dict[s
     seconds, cpu, loop_cpu = clock.since()
     n = windows * count
     ok = overflows == 0 and seq_errors == 0 and state["answered"] == windows and text_bytes == n * nbytes
-    detail = "" if ok else f"overflows {overflows}, seq errors {seq_errors}, answered {state['answered']}/{windows}, text {text_bytes}/{n * nbytes}"
+    detail = (
+        ""
+        if ok
+        else f"overflows {overflows}, seq errors {seq_errors}, answered {state['answered']}/{windows}, text {text_bytes}/{n * nbytes}"
+    )
     return {"ok": ok, "seconds": seconds, "units": n, "rate": n / seconds, "cpu": cpu, "loop_cpu": loop_cpu, "detail": detail}
 
 
@@ -63,7 +67,15 @@ async def sequential_workload(c: Any, n: int) -> dict[str, Any]:
         if (await c.state()).status == "idle":
             idle += 1
     seconds, cpu, loop_cpu = clock.since()
-    return {"ok": idle == n, "seconds": seconds, "units": n, "rate": n / seconds, "cpu": cpu, "loop_cpu": loop_cpu, "detail": "" if idle == n else f"{idle}/{n} idle"}
+    return {
+        "ok": idle == n,
+        "seconds": seconds,
+        "units": n,
+        "rate": n / seconds,
+        "cpu": cpu,
+        "loop_cpu": loop_cpu,
+        "detail": "" if idle == n else f"{idle}/{n} idle",
+    }
 
 
 async def inflight_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
@@ -79,7 +91,15 @@ async def inflight_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
     await asyncio.gather(*(worker() for _ in range(depth)))
     seconds, cpu, loop_cpu = clock.since()
     idle = counts["idle"]
-    return {"ok": idle == n, "seconds": seconds, "units": n, "rate": n / seconds, "cpu": cpu, "loop_cpu": loop_cpu, "detail": "" if idle == n else f"{idle}/{n} idle"}
+    return {
+        "ok": idle == n,
+        "seconds": seconds,
+        "units": n,
+        "rate": n / seconds,
+        "cpu": cpu,
+        "loop_cpu": loop_cpu,
+        "detail": "" if idle == n else f"{idle}/{n} idle",
+    }
 
 
 async def steady_workload(c: Any, rate: int, seconds: float, nbytes: int, per_request: int, max_burst: int) -> dict[str, Any]:
@@ -137,5 +157,6 @@ async def steady_workload(c: Any, rate: int, seconds: float, nbytes: int, per_re
         "loop_cpu": loop_cpu,
         "busy": loop_cpu / wall,
         "overflows": overflows,
-        "detail": f"{overflows} overflow(s), {dropped} dropped" + ("" if accounted else f"; accounting off: {received} + {dropped} of {total}"),
+        "detail": f"{overflows} overflow(s), {dropped} dropped"
+        + ("" if accounted else f"; accounting off: {received} + {dropped} of {total}"),
     }

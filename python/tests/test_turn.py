@@ -128,9 +128,13 @@ async def test_a_handler_that_raises_denies_and_the_result_raises_after_turn_fin
     assert kinds(items)[-1] == "turn_finished", "the turn ran to its end"
     denied = next(i for i in items if is_event(i, "tool_result"))
     assert denied.data["error"] is True, "the approval was denied"
-    with pytest.raises(RuntimeError) as info:
+    # Every error the package raises is a KomaError (part D); the handler's
+    # own error is its cause.
+    with pytest.raises(KomaError) as info:
         await turn.result()
-    assert info.value is boom
+    assert info.value.code == "invalid_params"
+    assert info.value.__cause__ is boom
+    assert "the prompt crashed" in str(info.value)
     assert (await c.state()).status == "idle"
 
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """A peer that answers with long strings (see long_strings_cases.py):
-  cases        -> an array of every case's value
-  case {i}     -> case i's value itself
-  emit         -> one tool_result event per case (output: the case), then {count}
-  fail         -> a remote error whose message is 6,000 bytes
-  broken       -> an event whose long string holds a raw control character
-  stray        -> an event with a long string outside `data` (a field the client drops)
-  blobpad {blob, pad} -> {blob: "b" * blob, pad: "p" * pad}
+cases        -> an array of every case's value
+case {i}     -> case i's value itself
+emit         -> one tool_result event per case (output: the case), then {count}
+fail         -> a remote error whose message is 6,000 bytes
+broken       -> an event whose long string holds a raw control character
+stray        -> an event with a long string outside `data` (a field the client drops)
+blobpad {blob, pad} -> {blob: "b" * blob, pad: "p" * pad}
 """
 
 import json
@@ -24,7 +24,11 @@ def send(line: str) -> None:
     out.flush()
 
 
-send(json.dumps({"type": "hello", "protocol": 1, "binary": {"path": "long-strings", "version": "0"}, "diagnostics": [], "capabilities": CAPS}))
+send(
+    json.dumps(
+        {"type": "hello", "protocol": 1, "binary": {"path": "long-strings", "version": "0"}, "diagnostics": [], "capabilities": CAPS}
+    )
+)
 seq = 0
 for raw in sys.stdin:
     req = json.loads(raw)
