@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from common import BLOB_OVERHEAD, FRAME_LIMIT, MIB, SIDE_NAME, SIDES, child_cpu, make_client, sim_path
-from workloads import events_workload, inflight_workload, sequential_workload, steady_workload
+from workloads import events_workload, round_trips_workload, steady_workload
 
 HERE = Path(__file__).resolve().parent
 BLOB_BYTES = FRAME_LIMIT - BLOB_OVERHEAD - 4  # room for a request id of up to four characters
@@ -43,7 +43,7 @@ BLOB_BYTES = FRAME_LIMIT - BLOB_OVERHEAD - 4  # room for a request id of up to f
 FULL = {
     "w1": {"count": 200, "nbytes": 200, "total": 200_000},
     "w2": {"count": 16, "nbytes": 64 * 1024, "total": 2_000},
-    "w3": {"n": 10_000},
+    "w3": {"n": 10_000, "depth": 1},
     "w4": {"n": 50_000, "depth": 64},
     "w5": {"blob_bytes": BLOB_BYTES},
     "w6": {"rate": 20_000, "seconds": 3.0, "nbytes": 200, "per_request": 64, "max_burst": 128},
@@ -78,8 +78,8 @@ class Workload:
 WORKLOADS = [
     Workload("w1", "small events (200 B text)", "rate", 3.0, events_workload, lambda p: f"{p['total']:,} events"),
     Workload("w2", "64 KiB events", "rate", 3.0, events_workload, lambda p: f"{p['total']:,} events"),
-    Workload("w3", "sequential state()", "rate", 1.5, sequential_workload, lambda p: f"{p['n']:,} round trips"),
-    Workload("w4", "state(), 64 in flight", "rate", 2.0, inflight_workload, lambda p: f"{p['n']:,} round trips"),
+    Workload("w3", "sequential state()", "rate", 1.5, round_trips_workload, lambda p: f"{p['n']:,} round trips"),
+    Workload("w4", "state(), 64 in flight", "rate", 2.0, round_trips_workload, lambda p: f"{p['n']:,} round trips"),
     Workload(
         "w5",
         "one 40 MiB response (fresh process each)",

@@ -60,25 +60,8 @@ async def events_workload(c: Any, count: int, nbytes: int, total: int) -> dict[s
     return {"ok": ok, "seconds": seconds, "units": n, "rate": n / seconds, "cpu": cpu, "loop_cpu": loop_cpu, "detail": detail}
 
 
-async def sequential_workload(c: Any, n: int) -> dict[str, Any]:
-    idle = 0
-    clock = Clock()
-    for _ in range(n):
-        if (await c.state()).status == "idle":
-            idle += 1
-    seconds, cpu, loop_cpu = clock.since()
-    return {
-        "ok": idle == n,
-        "seconds": seconds,
-        "units": n,
-        "rate": n / seconds,
-        "cpu": cpu,
-        "loop_cpu": loop_cpu,
-        "detail": "" if idle == n else f"{idle}/{n} idle",
-    }
-
-
-async def inflight_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
+async def round_trips_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
+    """`n` state() round trips, `depth` of them in flight (1: one after the other)."""
     counts = {"started": 0, "idle": 0}
 
     async def worker() -> None:

@@ -253,48 +253,36 @@ async def test_orphan_tool_the_request_fails_and_close_kills_the_tool(sim_client
         kill_if_running(tool)
 
 
-async def test_spawn_tool_the_group_is_killed_on_close(sim_client: MakeClient) -> None:
-    c = sim_client(faults="spawn_tool")
+@pytest.mark.parametrize("crash", [False, True], ids=["detached by close", "crashed"])
+async def test_spawn_tool_the_process_group_is_killed(sim_client: MakeClient, crash: bool) -> None:
+    c = sim_client(faults="spawn_tool,exit_mid_request" if crash else "spawn_tool")
     tool = tool_pid(await c.probe())
     try:
-        await c.create()
         assert running(tool), "the tool runs"
+        if crash:
+            assert (await raises(c.state())).code == "delivery_unknown"
+        else:
+            await c.create()
         await c.close()
         assert not running(tool), f"the tool {tool} is gone when close() returns"
     finally:
         kill_if_running(tool)
 
 
-async def test_spawn_tool_a_crashed_childs_group_is_killed(sim_client: MakeClient) -> None:
-    c = sim_client(faults="spawn_tool,exit_mid_request")
-    tool = tool_pid(await c.probe())
-    try:
-        assert (await raises(c.state())).code == "delivery_unknown"
-        await c.close()
-        assert not running(tool), f"the tool {tool} is gone when close() returns"
-    finally:
-        kill_if_running(tool)
-
-
-async def test_close_escalates_to_sigkill(sim_client: MakeClient) -> None:
-    c = sim_client(faults="ignore_detach,ignore_eof,ignore_sigterm")
+@pytest.mark.parametrize(
+    "faults",
+    ["ignore_detach", "ignore_detach,ignore_eof,ignore_sigterm"],
+    ids=["close ends stdin", "close escalates to SIGKILL"],
+)
+async def test_a_child_that_ignores_detach_is_stopped_by_close(sim_client: MakeClient, faults: str) -> None:
+    c = sim_client(faults=faults)
     await c.create()
     pid = c.pid
     assert pid is not None
     await c.close()
     assert c.pid is None and not running(pid)
     assert "ignoring detach" in c.stderr, f"detach was tried first: {c.stderr}"
-    await c.close()
-
-
-async def test_ignore_detach_close_ends_stdin(sim_client: MakeClient) -> None:
-    c = sim_client(faults="ignore_detach")
-    await c.create()
-    pid = c.pid
-    assert pid is not None
-    await c.close()
-    assert c.pid is None and not running(pid)
-    assert "ignoring detach" in c.stderr, c.stderr
+    await c.close()  # idempotent
 
 
 # ---------------------------------------------------------------- answer faults
