@@ -3,13 +3,13 @@ are closed when their test ends."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import SIM, MakeClient, sim_env
 
-from helpers import SIM, sim_env
 from koma_sdk import Client
 
 # Every async test runs under asyncio and trio. A test or file that the
@@ -40,9 +40,6 @@ def home(tmp_path: Path) -> Path:
     d = tmp_path / "home"
     d.mkdir()
     return d
-
-
-MakeClient = Callable[..., Client]
 
 
 @pytest.fixture

@@ -43,6 +43,10 @@ CATALOG = {cls.name for cls in get_args(koma_sdk.Event)}
 NOT_WRITTEN = set(get_args(koma_sdk.ErrorCode)) - {"remote", "delivery_unknown", "aborted", "timeout"}
 
 
+# The `sim_client` fixture (conftest.py): koma-sim clients closed when their test ends.
+MakeClient = Callable[..., Client]
+
+
 def sim_env(home: Path | str, *, faults: str | Iterable[str] = (), delay_ms: int = 0, **more: str) -> dict[str, str]:
     """koma-sim's environment: a session home, a pace, fault switches."""
     fault = faults if isinstance(faults, str) else ",".join(faults)

@@ -12,9 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-
-from conftest import MakeClient
-from helpers import code_of, raises, until
+from helpers import MakeClient, code_of, raises, until
 
 pytestmark = pytest.mark.anyio
 

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-import koma_sdk
-import koma_sdk.sim
-from conftest import MakeClient
 from helpers import (
     RUN_MAIN,
     SIM,
+    MakeClient,
     alive,
     events_until,
     finished,
@@ -28,6 +25,9 @@ from helpers import (
     run_python,
     sim_env,
 )
+
+import koma_sdk
+import koma_sdk.sim
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio

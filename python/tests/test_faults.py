@@ -15,13 +15,12 @@ from typing import Any
 
 import anyio
 import pytest
-
-from conftest import MakeClient
 from helpers import (
     MAX_FRAME,
     NOT_WRITTEN,
     QUOTE_BYTES,
     SIM,
+    MakeClient,
     assert_catalog_event,
     assert_contiguous,
     code_of,
@@ -32,6 +31,7 @@ from helpers import (
     running,
     until,
 )
+
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio

@@ -17,11 +17,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-
-from conftest import MakeClient
 from helpers import (
     ROOT,
     SIM,
+    MakeClient,
     alive,
     child_pids,
     code_of,
@@ -36,6 +35,7 @@ from helpers import (
     sim_env,
     until,
 )
+
 from koma_sdk import Client, EventStream, KomaError
 
 pytestmark = pytest.mark.anyio
@@ -68,6 +68,7 @@ async def collect() -> None:
 async def test_close_as_the_first_call_starts_leaves_no_child(home: Path) -> None:
     await warm_up(home)
     before = child_pids()
+    fds = open_fds()
     for i in range(10):
         c = Client(SIM, env=sim_env(home))
         outcome: list[str] = []
@@ -79,6 +80,7 @@ async def test_close_as_the_first_call_starts_leaves_no_child(home: Path) -> Non
         # busy machine hello can come, and the call be written, before close).
         assert outcome[0] in ("closed", "answered"), outcome
         assert child_pids() == before, f"round {i}: no child left (not even unreaped) when close() returns"
+        assert open_fds() == fds, f"round {i}: a descriptor is still open right after close() returned"
 
 
 PHASES = ["before the first call", "before hello", "ready", "during a turn", "with events unread", "after a failure"]

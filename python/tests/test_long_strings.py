@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from helpers import PEERS, events_error, last_json, raises, run_python
 
 sys.path.insert(0, str(PEERS))

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import MakeClient
 from helpers import (
     FOREVER,
     NOT_WRITTEN,
     PEERS,
     RUN_MAIN,
     SIM,
+    MakeClient,
     alive,
     child_pids,
     events_error,
@@ -35,6 +34,7 @@ from helpers import (
     until,
     wait_gone,
 )
+
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from helpers import MakeClient, is_event, raises, until
 
-from conftest import MakeClient
-from helpers import is_event, raises, until
 from koma_sdk import KomaError
 
 pytestmark = pytest.mark.anyio
