@@ -155,7 +155,7 @@ test("helloTimeout is milliseconds or null; anything else is invalid_params at n
   for (const ok of [null, undefined, 0, 250]) new Client({ executable: SIM, helloTimeout: ok });
 });
 
-for (const fault of ["protocol_2", "protocol_string", "protocol_missing"]) {
+for (const fault of ["protocol_2", "protocol_string", "protocol_missing", "protocol_float", "protocol_true"]) {
   test(`${fault}: protocol_mismatch, queued calls fail, nothing written, child stopped`, T, async (t) => {
     const client = simClient(t, { faults: fault });
     const probe = rejection(client.probe());

@@ -28,6 +28,8 @@ pub struct Faults {
     pub protocol_2: bool,
     pub protocol_string: bool,
     pub protocol_missing: bool,
+    pub protocol_float: bool,
+    pub protocol_true: bool,
     pub late_hello: bool,
     pub bom: bool,
     pub stderr_flood: bool,
@@ -107,6 +109,12 @@ pub const SWITCHES: &[Switch] = &[
     flag("protocol_missing", Group::Hello, "hello has no protocol; then only counts stdin bytes", |f| {
         &mut f.protocol_missing
     }),
+    flag("protocol_float", Group::Hello, "hello says \"protocol\":1.0; then only counts stdin bytes", |f| {
+        &mut f.protocol_float
+    }),
+    flag("protocol_true", Group::Hello, "hello says \"protocol\":true; then only counts stdin bytes", |f| {
+        &mut f.protocol_true
+    }),
     flag("late_hello", Group::Hello, "waits 300 ms before hello", |f| &mut f.late_hello),
     flag("bom", Group::Hello, "the hello line starts with a UTF-8 byte-order mark", |f| &mut f.bom),
     frame("blank_line", "an empty line", FrameFault::BlankLine),
@@ -176,7 +184,7 @@ impl Faults {
     /// A hello whose `protocol` is not the integer 1: the sim then only
     /// counts the bytes the client writes.
     pub fn bad_protocol(&self) -> bool {
-        self.protocol_2 || self.protocol_string || self.protocol_missing
+        self.protocol_2 || self.protocol_string || self.protocol_missing || self.protocol_float || self.protocol_true
     }
 }
 
@@ -191,7 +199,7 @@ mod tests {
             assert_eq!(SWITCHES.iter().filter(|o| o.name == s.name).count(), 1, "{} is listed once", s.name);
             let f = Faults::parse(s.name).unwrap();
             let flags = format!("{:?}", Faults { frame: Vec::new(), ..f });
-            let on = flags.matches("true").count();
+            let on = flags.matches(": true").count();
             let f = Faults::parse(s.name).unwrap();
             match s.effect {
                 Effect::Frame(ff) => {

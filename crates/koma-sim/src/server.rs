@@ -612,6 +612,10 @@ fn hello_frame(cfg: &Config, tool_pid: Option<u32>) -> String {
         Some("2")
     } else if f.protocol_string {
         Some("\"1\"")
+    } else if f.protocol_float {
+        Some("1.0")
+    } else if f.protocol_true {
+        Some("true")
     } else if f.protocol_missing {
         None
     } else {

@@ -36,6 +36,16 @@ fn bad_protocol_hellos_count_what_the_client_wrote() {
     sim.wait_stderr("koma-sim: client wrote 5 bytes before hello\n");
     sim.wait_stderr("koma-sim: bytes read: 5\n");
 
+    // The hello line's own text: 1.0 and true, not the integer 1.
+    for (fault, text) in [("protocol_float", "\"protocol\":1.0,"), ("protocol_true", "\"protocol\":true,")] {
+        let mut sim = faulty(&home, fault);
+        let line = sim.raw_line().expect("hello");
+        assert!(String::from_utf8_lossy(&line).contains(text), "{fault}: {}", String::from_utf8_lossy(&line));
+        sim.close_stdin();
+        assert_eq!(sim.wait_exit().code(), Some(0));
+        sim.wait_stderr("koma-sim: bytes read: 0\n");
+    }
+
     let mut sim = faulty(&home, "protocol_missing");
     assert!(sim.hello().get("protocol").is_none());
     // Stopped with SIGTERM, it still tells what it read.
