@@ -34,6 +34,8 @@ PINS = [
     "maturin==1.16.*",
     "pytest==9.2.*",
     "pytest-asyncio==1.5.*",
+    # a bound on each test (conftest.py), so that a hang fails one test, not the run
+    "pytest-timeout==2.4.*",
     "anyio==4.16.*",
     "trio==0.35.*",
     "mypy==2.4.*",
@@ -194,7 +196,9 @@ def test() -> None:
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
     check_contents(wheel)
     check_offline_install(wheel)
-    print("\npython: tests, typings and the wheel check passed")
+    step("benchmark smoke run (every workload briefly, no speed asserted)")
+    run(str(py), str(HERE / "bench" / "run.py"), "--smoke", cwd=HERE, env=env)
+    print("\npython: tests, typings, the wheel check and the benchmark smoke run passed")
 
 
 def check_wheel(args: list[str]) -> None:

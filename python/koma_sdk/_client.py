@@ -61,12 +61,38 @@ def _params(method: str, params: Any) -> Optional[bytes]:
     try:
         text = _encoder.encode(params)
     except (TypeError, ValueError, RecursionError) as e:
-        raise invalid(f"{method}: params cannot be sent as JSON ({e})") from None
+        raise invalid(f"{method}: {_unsendable(params)} cannot be sent as JSON ({e})") from None
+    _check_keys(method, params)
     try:
         return text.encode()
     except UnicodeEncodeError:
         # A lone surrogate: written as an escape, the core names its field.
         return _ascii_encoder.encode(params).encode()
+
+
+def _unsendable(params: Any) -> str:
+    """What of `params` JSON cannot hold: the top-level field that fails, where one does."""
+    if isinstance(params, Mapping):
+        for key, value in params.items():
+            try:
+                _encoder.encode(value)
+            except (TypeError, ValueError, RecursionError):
+                return f"field `{key}`"
+    return "params"
+
+
+def _check_keys(method: str, value: Any) -> None:
+    """Refuse a key that is not a str: Python's json would write `{1: 2}` as
+    `{"1": 2}`, and send something other than what was given. (Called after
+    the encoding succeeded, so `value` holds no cycle.)"""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise invalid(f"{method}: a key of params must be a str, not {type(key).__name__} ({key!r})")
+            _check_keys(method, item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_keys(method, item)
 
 
 def _seconds(what: str, value: Any) -> Optional[float]:

@@ -222,7 +222,9 @@ class EventQueue:
                 raise end
             try:
                 if not self._refill():
-                    return DONE if isinstance(self._end, _Done) else None
+                    if self._end is None:
+                        return None
+                    continue  # the end came: DONE, or its error raised above
             except KomaError as error:
                 self._end = error
                 self._end_turns(error)

@@ -2,18 +2,25 @@
 attributes, the events of the catalog (one class per name, so a type checker
 narrows `data` by `name`), and the turn layer's result.
 
-Unknown fields of a result are dropped, as they are for events and hello."""
+Unknown fields of a result are dropped, as they are for events and hello; a
+field koma left out is `None` (nothing is made up), and a result that is not
+an object is `protocol_error` for that call."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Dict, List, Literal, Optional, TypedDict, Union, get_args
 
+from ._errors import KomaError
+
 Status = Literal["idle", "running", "waiting"]
 Decision = Literal["allow", "deny"]
 
 
-def _obj(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _obj(value: Any, what: str = "the result") -> Any:
+    if not isinstance(value, dict):
+        text = repr(value)
+        raise KomaError("protocol_error", f"{what} is not a JSON object: {text[:200]}")
+    return value
 
 
 class _Record:
@@ -58,8 +65,8 @@ class Hello(_Record):
     @classmethod
     def _wire(cls, v: Any) -> Hello:
         d = _obj(v)
-        b = _obj(d.get("binary"))
-        return cls(Binary(b.get("path", ""), b.get("version", "")), d.get("diagnostics", []), d.get("capabilities", []))
+        b = _obj(d.get("binary"), "hello's binary")
+        return cls(Binary(b["path"], b["version"]), d["diagnostics"], d["capabilities"])
 
 
 class State(_Record):
@@ -79,7 +86,7 @@ class State(_Record):
     @classmethod
     def _wire(cls, v: Any) -> State:
         d = _obj(v)
-        return cls(d.get("session"), d.get("status", "idle"), d.get("turn"), d.get("queued", 0), d.get("model"))
+        return cls(d.get("session"), d.get("status"), d.get("turn"), d.get("queued"), d.get("model"))
 
 
 class SessionResult(_Record):
@@ -94,7 +101,7 @@ class SessionResult(_Record):
     @classmethod
     def _wire(cls, v: Any) -> SessionResult:
         d = _obj(v)
-        return cls(d.get("session", ""), State._wire(d.get("state")))
+        return cls(d.get("session"), State._wire(d.get("state")))
 
 
 class SubmitResult(_Record):
@@ -105,7 +112,7 @@ class SubmitResult(_Record):
 
     @classmethod
     def _wire(cls, v: Any) -> SubmitResult:
-        return cls(_obj(v).get("turn", ""))
+        return cls(_obj(v).get("turn"))
 
 
 class EnqueueResult(_Record):
@@ -116,7 +123,7 @@ class EnqueueResult(_Record):
 
     @classmethod
     def _wire(cls, v: Any) -> EnqueueResult:
-        return cls(_obj(v).get("position", 0))
+        return cls(_obj(v).get("position"))
 
 
 class InterruptResult(_Record):
@@ -142,7 +149,7 @@ class InterruptAndSubmitResult(_Record):
     @classmethod
     def _wire(cls, v: Any) -> InterruptAndSubmitResult:
         d = _obj(v)
-        return cls(d.get("interrupted"), d.get("turn", ""))
+        return cls(d.get("interrupted"), d.get("turn"))
 
 
 # ---- events: the data of each catalog name

@@ -32,10 +32,7 @@ def spawn_env(spawn: str) -> dict[str, str]:
     "spawn",
     [
         "default",
-        pytest.param(
-            "no-pidfd",
-            marks=pytest.mark.xfail(strict=True, reason="the core does not use LaunchOptions.spawn yet: KOMA_SDK_SPAWN changes nothing"),
-        ),
+        "no-pidfd",
     ],
 )
 def test_the_threads_stay_few_and_constant_from_1_to_200_clients(home: Path, spawn: str) -> None:
