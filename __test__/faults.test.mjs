@@ -612,7 +612,7 @@ test("an executable with arguments in it: spawn_failed that says arguments are n
 
 // ---------------------------------------------------------------- lifecycle
 
-test("create after another request: lifecycle, naming the request that went first and saying a session needs a new client", T, async (t) => {
+test("a create after another request: lifecycle, naming the first request; a session needs a new client", T, async (t) => {
   const client = simClient(t);
   await client.state();
   const err = await rejection(client.create({}));
