@@ -44,7 +44,9 @@ fn close_while_spawning_stops_the_child_before_it_resolves(mode: SpawnMode) {
     let _serial = serial();
     let before = open_fds();
     for _ in 0..10 {
-        let mut c = Client::sim_in(mode, &[]);
+        // The sim holds its hello back (for ten minutes, reading nothing), so
+        // close always comes before it, however busy the machine is.
+        let mut c = Client::sim_in(mode, &[("KOMA_SIM_HELLO_DELAY_MS", "600000")]);
         let t = c.conn.token();
         c.conn.request(t, "state", None, None).unwrap();
         let ct = c.conn.token();
