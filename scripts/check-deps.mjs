@@ -260,21 +260,12 @@ function checkCrate(srcDir) {
         }
         i = j;
       } else if (
-        (t === "crate" || t === "super" || t === "self") &&
         toks[i + 1]?.t === "::" &&
         toks[i - 1]?.t !== "::" &&
-        toks[i - 1]?.t !== "$"
+        // A path from the crate, a parent or this module (not a macro's `$crate`), or through a child module.
+        (((t === "crate" || t === "super" || t === "self") && toks[i - 1]?.t !== "$") ||
+          (/^\w+$/.test(t) && childModsOf.get(here())?.has(t)))
       ) {
-        const segs = [t];
-        let j = i + 1;
-        while (toks[j]?.t === "::" && /^\w+$/.test(toks[j + 1]?.t ?? "")) {
-          segs.push(toks[j + 1].t);
-          j += 2;
-        }
-        const to = target(segs, here());
-        if (to) addEdge(file, to, line, segs.join("::"));
-        i = j - 1;
-      } else if (/^\w+$/.test(t) && toks[i + 1]?.t === "::" && toks[i - 1]?.t !== "::" && childModsOf.get(here())?.has(t)) {
         const segs = [t];
         let j = i + 1;
         while (toks[j]?.t === "::" && /^\w+$/.test(toks[j + 1]?.t ?? "")) {

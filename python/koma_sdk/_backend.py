@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from asyncio.events import _get_running_loop as _running_loop  # C, None outside a loop
 from typing import Any, Awaitable, Callable, Generator, List, Optional, Protocol
 
 from ._errors import KomaError
@@ -40,6 +41,9 @@ class Backend(Protocol):
 
     def future(self) -> Future: ...
 
+    def is_current(self) -> bool:
+        """Whether this is the running loop's backend (cheap: called per event)."""
+
     def watch(self, fd: int, callback: Callable[[], None]) -> None: ...
 
     def unwatch(self, fd: int, then: Callable[[], None]) -> None:
@@ -65,6 +69,9 @@ class _Asyncio:
 
     def future(self) -> Future:
         return self._loop.create_future()
+
+    def is_current(self) -> bool:
+        return _running_loop() is self._loop
 
     def watch(self, fd: int, callback: Callable[[], None]) -> None:
         self._loop.add_reader(fd, callback)
@@ -104,10 +111,7 @@ class _Asyncio:
 
 
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
+    return _running_loop() is loop
 
 
 class _TrioFuture:
@@ -176,6 +180,9 @@ class _Trio:
 
     def future(self) -> Future:
         return _TrioFuture()
+
+    def is_current(self) -> bool:
+        return _in_trio_run(self._token)
 
     def watch(self, fd: int, callback: Callable[[], None]) -> None:
         import trio
@@ -264,18 +271,6 @@ def current() -> Backend:
         except RuntimeError:
             pass
     raise KomaError("invalid_params", "koma_sdk needs a running asyncio or trio event loop here")
-
-
-def same_loop(backend: Optional[Backend]) -> bool:
-    """Whether `backend` is the running loop's (cheap: no new backend)."""
-    if backend is None:
-        return False
-    if isinstance(backend, _Asyncio):
-        try:
-            return asyncio.get_running_loop() is backend.key
-        except RuntimeError:
-            return False
-    return _in_trio_run(backend.key)
 
 
 class Sink:

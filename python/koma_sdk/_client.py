@@ -145,7 +145,7 @@ class _Wake:
         """The running loop's backend; the descriptor is watched by it (a
         client belongs to the loop that used it last)."""
         backend = self.backend
-        if backend is not None and _backend.same_loop(backend):
+        if backend is not None and backend.is_current():
             return backend
         backend = _backend.current()
         self.unwatch(release=False)

@@ -185,23 +185,12 @@ class EventQueue:
         them on the way. Raises the client's fatal error once everything
         before it has been taken."""
         while True:
-            held = self._held
-            while self._held_at < len(held):
-                h = held[self._held_at]
-                self._held_at += 1
-                if h.size < 0:
-                    return h.value
-                if h.epoch != self._shared[EPOCH]:
-                    continue  # revoked by an overflow
-                self.count(h.size)
-                return h.value
-            if self._held_at > 0:
-                self._held = []
-                self._held_at = 0
             batch = self._batch
             i = self._index
-            if i < len(batch):
-                if self._shared[EPOCH] != self._epoch:
+            if i < len(batch) and not self._held:
+                # The common case first: the next event of the batch.
+                shared = self._shared
+                if shared[EPOCH] != self._epoch:
                     self._batch = []  # an overflow revoked this batch
                     self._index = 0
                     continue
@@ -212,9 +201,24 @@ class EventQueue:
                     if owner is not None:
                         self._route_to(owner)  # type: ignore[arg-type]
                         continue
-                self.count(batch[i + 3])
                 self._index = i + STRIDE
+                shared[TAKEN] = (shared[TAKEN] + 1) & MASK
+                shared[TAKEN_BYTES] = (shared[TAKEN_BYTES] + batch[i + 3]) & MASK
                 return _event(batch, i)
+            held = self._held
+            while self._held_at < len(held):
+                h = held[self._held_at]
+                self._held_at += 1
+                if h.size < 0:
+                    return h.value
+                if h.epoch != self._shared[EPOCH]:
+                    continue  # revoked by an overflow
+                self.count(h.size)
+                return h.value
+            if held:
+                self._held = []
+                self._held_at = 0
+                continue
             end = self._end
             if end is not None:
                 if isinstance(end, _Done):
@@ -332,10 +336,15 @@ class EventStream:
 
     async def __anext__(self) -> EventItem:
         q = self._queue
-        backend = q.bind()
-        q._counters()
-        result = await next_item(q._waiting, q._take, backend)
+        if q._shared is None:
+            q._counters()
+        # At once when nobody waits before us and an item is there (the
+        # common case: no loop check and no second coroutine per event).
+        # Only a wait needs the loop: binding to it then watches the wake
+        # descriptor, which stays readable until the next take.
+        result = None if q._waiting else q._take()
+        if result is None:
+            result = await next_item(q._waiting, q._take, q.bind())
         if isinstance(result, _Done):
             raise StopAsyncIteration
-        item: EventItem = result
-        return item
+        return result
