@@ -398,16 +398,17 @@ class Client:
         (process, descriptor, task). Pending calls get `delivery_unknown`."""
         native = self._native
         token = native.token()
-        if native.close(token):
-            self._queue.woke()
-            self._release()
-            return
-        fut = self._bind().future()
-        self._calls[token] = fut
-        try:
-            await fut
-        finally:
-            self._calls.pop(token, None)
+        if not native.close(token):
+            fut = self._bind().future()
+            self._calls[token] = fut
+            try:
+                await fut
+            finally:
+                self._calls.pop(token, None)
+        # Closed. What the core settled and the loop has not read yet (the
+        # answer another close awaits, a call's error) is handed over now,
+        # before the wake that would have carried it is let go.
+        self._deliver()
         self._release()
 
     # ---- events and turns

@@ -23,8 +23,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # A bound on every test, so that a hang fails one test instead of the run
-    # (only a stop for a hang: a test that passes takes a few seconds).
+    # A bound on every test, so that a hang ends the run with every thread's
+    # stack instead of stalling it (pyproject.toml: the thread method; only
+    # a stop for a hang: a test that passes takes a few seconds).
     try:
         import pytest_timeout  # noqa: F401
     except ImportError:

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -222,6 +223,28 @@ async def test_close_is_idempotent_and_reaps_the_child(sim_client: MakeClient) -
     never = sim_client()
     await never.close()
     assert (await raises(never.state())).code == "closed"
+
+
+async def test_a_close_that_finds_the_client_closed_still_delivers_what_another_close_awaits(
+    sim_client: MakeClient,
+) -> None:
+    # A first close waits (koma ignores detach: about 2 s of grace). The
+    # loop is then kept busy until the core has closed, so that the wake
+    # carrying the first close's answer is not read yet, and a second close
+    # finds the client closed. It must hand over that answer before it lets
+    # go of the wake: the first close returns.
+    c = sim_client(faults="ignore_detach")
+    await c.create()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(c.close)
+            await anyio.wait_all_tasks_blocked()
+            assert not c._native.is_closed(), "the first close is still waiting for koma"
+            deadline = time.monotonic() + 30
+            while not c._native.is_closed():  # the core's own threads close it; the loop reads nothing meanwhile
+                assert time.monotonic() < deadline, "the core did not close"
+            await c.close()
+    assert c.pid is None
 
 
 async def test_close_with_requests_in_flight_answers_them_first(sim_client: MakeClient) -> None:
