@@ -7,11 +7,10 @@ sends them) taken apart step by step on this thread.
 
   json.loads      the one parse of a batch, per event
   + objects       and the event objects
-  queue           koma_sdk's events() over a stub native client that hands
+  events()        koma_sdk's events() over a stub native client that hands
                   out that batch again and again: the parse, the objects,
                   the counting and the iterator, with no wake and no native
                   work (what the loop pays per event at the least)
-  loop body       the benchmark's own work per event (w1's loop body)
 
 The differences between the lines are each step's share. The workloads in
 run.py add the wakes, the native calls and the child."""
@@ -24,8 +23,7 @@ import sys
 import time
 from typing import Any
 
-from koma_sdk import _native
-from koma_sdk._queue import EventQueue
+from koma_sdk._queue import STRIDE, EventQueue
 from koma_sdk._types import EVENT_CLASSES
 
 COUNT = 200
@@ -71,8 +69,6 @@ def per_event(seconds: float) -> float:
 def main() -> None:
     data = batch_bytes()
     loads = json.loads
-    assert _native.BATCH_STRIDE == 4
-
     t = time.perf_counter()
     for _ in range(ROUNDS):
         loads(data)
@@ -81,7 +77,7 @@ def main() -> None:
     t = time.perf_counter()
     for _ in range(ROUNDS):
         batch = loads(data)
-        for i in range(0, len(batch), 4):
+        for i in range(0, len(batch), STRIDE):
             EVENT_CLASSES[batch[i + 1]](batch[i], batch[i + 2])
     objects = per_event(time.perf_counter() - t)
 
@@ -98,29 +94,10 @@ def main() -> None:
 
     queue = asyncio.run(through_queue())
 
-    async def with_body() -> float:
-        backend = StubBackend()
-        queue = EventQueue(StubNative(data), lambda: backend)  # type: ignore[arg-type]
-        n = text_bytes = seq_errors = 0
-        last_seq = -1
-        t = time.perf_counter()
-        async for e in queue.stream:
-            if e.type == "event":
-                text_bytes += len(e.data["text"])
-                if last_seq != -1 and e.seq != last_seq + 1 and e.seq != 0:
-                    seq_errors += 1
-                last_seq = e.seq
-            n += 1
-            if n == COUNT * ROUNDS:
-                break
-        return per_event(time.perf_counter() - t)
-
-    body = asyncio.run(with_body())
     print(f"per event of {len(data) // COUNT} B in the batch, {COUNT * ROUNDS:,} events:")
     print(f"  json.loads          {parse:5.2f} us")
     print(f"  + event objects     {objects:5.2f} us")
-    print(f"  queue (events())    {queue:5.2f} us")
-    print(f"  + w1's loop body    {body:5.2f} us")
+    print(f"  events()            {queue:5.2f} us")
 
 
 if __name__ == "__main__":

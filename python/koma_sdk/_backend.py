@@ -42,7 +42,7 @@ class Backend(Protocol):
     def future(self) -> Future: ...
 
     def is_current(self) -> bool:
-        """Whether this is the running loop's backend (cheap: called per event)."""
+        """Whether this is the running loop's backend (cheap: called per call)."""
 
     def watch(self, fd: int, callback: Callable[[], None]) -> None: ...
 
@@ -87,7 +87,7 @@ class _Asyncio:
 
         if loop.is_closed():
             then()
-        elif loop.is_running() and not _on_loop_thread(loop):
+        elif loop.is_running() and not self.is_current():
             try:
                 loop.call_soon_threadsafe(remove)
             except RuntimeError:  # closed meanwhile
@@ -108,10 +108,6 @@ class _Asyncio:
         task = self._loop.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
-    return _running_loop() is loop
 
 
 class _TrioFuture:

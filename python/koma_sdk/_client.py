@@ -310,7 +310,10 @@ class Client:
             raise
 
     def _release(self) -> None:
-        """After close: stop watching, and close the wake descriptor."""
+        """After close: hand over what the core settled and the loop has not
+        read yet (the answer another close awaits, a call's error), then stop
+        watching and close the wake descriptor that would have carried it."""
+        self._deliver()
         self._wake.unwatch(release=True)
 
     # ---- the protocol's methods
@@ -405,10 +408,6 @@ class Client:
                 await fut
             finally:
                 self._calls.pop(token, None)
-        # Closed. What the core settled and the loop has not read yet (the
-        # answer another close awaits, a call's error) is handed over now,
-        # before the wake that would have carried it is let go.
-        self._deliver()
         self._release()
 
     # ---- events and turns

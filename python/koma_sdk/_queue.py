@@ -202,9 +202,7 @@ class EventQueue:
                         self._route_to(owner)  # type: ignore[arg-type]
                         continue
                 self._index = i + STRIDE
-                # count(), written out: this is the one line every event takes.
-                shared[TAKEN] = (shared[TAKEN] + 1) & MASK
-                shared[TAKEN_BYTES] = (shared[TAKEN_BYTES] + batch[i + 3]) & MASK
+                self.count(batch[i + 3])
                 return _event(batch, i)
             held = self._held
             while self._held_at < len(held):
@@ -337,8 +335,6 @@ class EventStream:
 
     async def __anext__(self) -> EventItem:
         q = self._queue
-        if q._shared is None:
-            q._counters()
         # At once when nobody waits before us and an item is there (the
         # common case: no loop check and no second coroutine per event).
         # Only a wait needs the loop: binding to it then watches the wake

@@ -45,5 +45,4 @@ def test_the_readme_points_nowhere_outside_the_package() -> None:
     text = README.read_text()
     assert "(#)" not in text, "an empty link"
     assert "koma-protocol" not in text, "a file outside the repository"
-    for url in re.findall(r"https?://\S+", text):
-        raise AssertionError(f"a link a PyPI reader cannot rely on: {url}")
+    assert re.findall(r"https?://\S+", text) == [], "a link a PyPI reader cannot rely on"
