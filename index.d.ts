@@ -50,10 +50,11 @@ export declare class Client {
    */
   request(method: string, params?: Record<string, unknown>, options?: CallOptions): Promise<unknown>
   /**
-   * The events of this client, in order: catalog events and the one
-   * overflow report. Ends after detach or close; throws the client's fatal
-   * error after a failure (once the events received before it were taken).
-   * There is one queue per client: every call iterates the same queue.
+   * The events of this client that no Turn took, in order: catalog events
+   * and the one overflow report. Ends after detach or close; throws the
+   * client's fatal error after a failure (once the events received before
+   * it were taken). There is one queue per client: each call is a loop of
+   * its own over it, and leaving one loop ends that loop only.
    */
   events(): AsyncIterableIterator<EventItem>
   /** The kept tail of the child's stderr (the newest 64 KiB), as text. */

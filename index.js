@@ -3,6 +3,9 @@
 // and `index.d.ts` the typings it generates from the Rust source; this file
 // adds what a generated loader cannot:
 //
+// - the package's JavaScript half (`lib/`: the loops over streams of
+//   events, and the Turn object) is handed to the addon, once per
+//   environment (the main thread's, each Worker's);
 // - a missing addon fails with code `ERR_KOMA_SDK_NO_ADDON`, naming the
 //   platform package to install, with that package's load error as `cause`;
 // - a method called without its client (`const { state } = client;
@@ -38,6 +41,7 @@ function noAddon(error) {
 }
 
 const { Client } = binding;
+binding.__setGlue({ clientStream: require("./lib/stream.js").clientStream, makeTurn: require("./lib/turn.js").makeTurn });
 
 /** The error of a method called without its client. */
 function detached(name) {
@@ -81,6 +85,6 @@ for (const name of [
 for (const name of ["turn", "events"]) guard(name, name, raise);
 guard(Symbol.asyncDispose, "[Symbol.asyncDispose]", reject);
 
-module.exports = binding;
-module.exports.Client = Client;
-module.exports.isKomaError = binding.isKomaError;
+module.exports = { Client, isKomaError: binding.isKomaError };
+// The addon built for the package's own tests has a census of its live objects.
+if (typeof binding.__census === "function") module.exports.__census = binding.__census;

@@ -106,7 +106,7 @@ test("a handler that throws denies; the loop over the Turn throws invalid_params
   assert.ok(thrown, "a user who only loops over the Turn sees the failure");
   assert.equal(thrown.code, "invalid_params");
   assert.equal(thrown.cause, boom);
-  assert.match(thrown.message, /onApproval threw.*the prompt crashed/);
+  assert.match(thrown.message, /`onApproval` failed, so the approval was denied: the prompt crashed/);
   assert.equal(names(items).at(-1), "turn_finished", "after the turn ran to its end");
   const denied = items.find((i) => i.name === "tool_result");
   assert.equal(denied.data.error, true, "the approval was denied");
@@ -119,7 +119,7 @@ test("a handler that answers something else denies, and the loop and the result 
   await c.create({});
   const e = await rejection(c.run({ text: "fix notes.txt" }, { onApproval: async () => "yes" }));
   assert.equal(e.code, "invalid_params");
-  assert.match(e.message, /onApproval returned "yes"/);
+  assert.match(e.message, /`onApproval` returned "yes"; it must return "allow" or "deny"/);
   const rejecting = c.turn({ text: "fix notes.txt" }, { onApproval: () => Promise.reject(new Error("no prompt")) });
   const thrown = await rejection(
     (async () => {
@@ -156,21 +156,27 @@ test("a Turn nobody reads, without onApproval, does not wait forever: its approv
 });
 
 for (const how of ["abort", "timeout"]) {
-  test(`${how}: the agent is really interrupted, and the result rejects with ${how === "abort" ? "aborted" : "timeout"} after turn_finished`, async (t) => {
+  test(`${how}: the agent is really interrupted; the loop and the result fail with ${how === "abort" ? "aborted" : "timeout"} after turn_finished`, async (t) => {
     const c = simClient(t);
     await c.create({});
     const ac = new AbortController();
     const options = how === "abort" ? { signal: ac.signal } : { timeout: 50 };
     const turn = c.turn({ text: "fix notes.txt" }, options); // waits on an approval nobody answers
     const seen = [];
-    for await (const item of turn) {
-      seen.push(item);
-      if (item.name === "approval_requested" && how === "abort") ac.abort();
-    }
+    const thrown = await rejection(
+      (async () => {
+        for await (const item of turn) {
+          seen.push(item);
+          if (item.name === "approval_requested" && how === "abort") ac.abort();
+        }
+      })(),
+    );
     const e = await rejection(turn.result);
     assert.equal(e.code, how === "abort" ? "aborted" : "timeout");
+    assert.equal(thrown, e, "a loop ends the way the result settles: it throws the same error");
     const finished = seen.find((i) => i.name === "turn_finished");
     assert.equal(finished.data.status, "interrupted", "turn_finished came first");
+    assert.equal(e.result.status, "interrupted");
     const st = await c.state();
     assert.equal(st.status, "idle");
     assert.equal(st.turn, null, "the agent stopped");

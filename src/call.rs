@@ -1,7 +1,7 @@
 //! The call layer: a call from JavaScript becomes a promise, its options are
 //! read (`options.rs`), its params are stringified, and its `abort` listener
 //! is attached before anything is written (if attaching fails, nothing is).
-//! The client's methods and the turn layer's `send` both call through here.
+//! The client's methods and a Turn's `interrupt()` call through here.
 
 use std::rc::{Rc, Weak};
 
@@ -11,7 +11,7 @@ use napi::ValueType;
 
 use crate::abort::{aborted, AbortListener};
 use crate::context::{Call, Ctx};
-use crate::handles::{function, Deferred, Js, OwnedRef};
+use crate::handles::{Deferred, Js};
 use crate::options::{call_options, duration};
 use crate::types::CallOptions;
 use crate::values::{as_string, is_nullish, kind, thrown};
@@ -138,7 +138,7 @@ pub fn send<'e>(
 }
 
 /// `JSON.stringify(params)`; `undefined` and `null` give no params.
-fn stringify(ctx: &Ctx, js: Js, v: Unknown, method: &str) -> Result<Option<String>, KomaError> {
+pub fn stringify(ctx: &Ctx, js: Js, v: Unknown, method: &str) -> Result<Option<String>, KomaError> {
     let fail = |why: &str| KomaError::new(ErrorCode::InvalidParams, format!("{method}: {why}"));
     if is_nullish(&v) {
         return Ok(None);
@@ -154,21 +154,4 @@ fn stringify(ctx: &Ctx, js: Js, v: Unknown, method: &str) -> Result<Option<Strin
             Err(fail(&format!("params cannot be sent as JSON (a BigInt or a cycle?): {why}")))
         }
     }
-}
-
-/// The turn layer's `send(method, params, options)`: `send` of this client
-/// (a rejected promise once the client is gone).
-pub fn send_function<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
-    if let Some(f) = ctx.state.borrow().send.as_ref() {
-        return f.value(js);
-    }
-    let f = function(js, c"send", Rc::downgrade(ctx), on_send)?;
-    ctx.state.borrow_mut().send = Some(OwnedRef::new(js, &ctx.env.life, &f, true)?);
-    Ok(f)
-}
-
-fn on_send<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
-    let Some(ctx) = ctx.upgrade() else { return Err(napi::Error::from_reason("the client is gone")) };
-    let method = args.first().copied().and_then(as_string).unwrap_or_default();
-    send(&ctx, js, &method, args.get(1).copied(), args.get(2).copied())
 }

@@ -7,6 +7,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
+use koma_transport::turns::Entry;
+use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
 use napi::bindgen_prelude::{This, Unknown};
 use napi::{Env, Result};
@@ -19,7 +21,7 @@ use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
 use crate::options::{call_options, client_options, duration, spawn_mode};
 use crate::stream;
-use crate::turn::{self, Entry};
+use crate::turn;
 use crate::types::{CallOptions, ClientOptions};
 use crate::values::as_string;
 
@@ -72,6 +74,7 @@ fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionO
             None => Some(HELLO_TIMEOUT),
             Some(ms) => ms.map(duration),
         },
+        wording: Wording { naming: Naming::Camel, durations: DurationUnit::Milliseconds },
         ..Default::default()
     };
     #[cfg(feature = "testing")]
@@ -232,10 +235,11 @@ impl Client {
         self.send(env, &method, Some(params), options)
     }
 
-    /// The events of this client, in order: catalog events and the one
-    /// overflow report. Ends after detach or close; throws the client's fatal
-    /// error after a failure (once the events received before it were taken).
-    /// There is one queue per client: every call iterates the same queue.
+    /// The events of this client that no Turn took, in order: catalog events
+    /// and the one overflow report. Ends after detach or close; throws the
+    /// client's fatal error after a failure (once the events received before
+    /// it were taken). There is one queue per client: each call is a loop of
+    /// its own over it, and leaving one loop ends that loop only.
     #[napi(catch_unwind, ts_return_type = "AsyncIterableIterator<EventItem>")]
     pub fn events<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
         stream::events(&self.ctx, Js::new(env))

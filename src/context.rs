@@ -1,8 +1,8 @@
 //! A client's JavaScript-side context: its connection, its environment, and
 //! what it holds on the JavaScript thread (pending calls, the event queue's
-//! handles, its own object). The actors that use it are functions of their
-//! own files: the call layer (`call.rs`), delivery (`delivery.rs`) and the
-//! event queue (`stream.rs`).
+//! handles, its turns, its own object). The actors that use it are functions
+//! of their own files: the call layer (`call.rs`), delivery (`delivery.rs`),
+//! the streams (`stream.rs`) and the turns (`turn.rs`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,14 +23,12 @@ pub struct Call {
     pub abort: Option<AbortListener>,
 }
 
-/// The event queue's JavaScript side (`events.js`), once made.
+/// The client's own stream's JavaScript side (`lib/stream.js`), once made.
 pub struct QueueRefs {
-    /// The iterator `events()` returns (the same one every time).
-    pub iterator: OwnedRef,
+    /// Makes a loop over the stream: what `events()` returns.
+    pub events: OwnedRef,
     /// Called when events become ready, or the end.
     pub settle: OwnedRef,
-    /// What the turn layer routes with.
-    pub router: OwnedRef,
 }
 
 #[derive(Default)]
@@ -39,8 +37,12 @@ pub struct JsState {
     pub queue: Option<QueueRefs>,
     /// The iterator waits for events: the next wake calls its `settle`.
     pub events_waiting: bool,
-    /// The turn layer's `send`, once made.
-    pub send: Option<OwnedRef>,
+    /// The turns this client has open, by key: the function their news go to.
+    pub turns: HashMap<u64, OwnedRef>,
+    /// What a Turn calls (`lib/turn.js`'s `ops`), once made.
+    pub ops: Option<OwnedRef>,
+    /// The counters shared with the core, as an ArrayBuffer, once made.
+    pub counters: Option<OwnedRef>,
     /// The Client's own object: held strongly while anything is outstanding,
     /// so a client with work in flight is never collected.
     client: Option<OwnedRef>,
@@ -72,7 +74,7 @@ impl Ctx {
     /// Reference the wake-up and the client object while anything is outstanding.
     pub fn update_hold(&self, js: Js) {
         let mut st = self.state.borrow_mut();
-        let busy = !st.calls.is_empty() || st.events_waiting;
+        let busy = !st.calls.is_empty() || st.events_waiting || !st.turns.is_empty();
         if busy == st.held {
             return;
         }
@@ -84,11 +86,13 @@ impl Ctx {
     }
 
     /// Let go of the JavaScript side (the Client is being collected, or its
-    /// environment ends): the queue, `send` and the client's own reference.
+    /// environment ends): the stream, the turns, `ops` and the client's own reference.
     pub fn forget_js(&self) {
         let mut st = self.state.borrow_mut();
         st.queue = None;
-        st.send = None;
+        st.turns.clear();
+        st.ops = None;
+        st.counters = None;
         st.client = None;
     }
 }

@@ -18,6 +18,7 @@ use crate::context::{Call, Ctx};
 use crate::env::EnvData;
 use crate::handles::{put_lifted, text, Deferred, Js};
 use crate::stream::pump;
+use crate::turn::deliver as deliver_turn;
 
 thread_local! {
     /// This thread's clients by id: what a wake's ids name.
@@ -92,6 +93,13 @@ fn conversion_error(e: &napi::Error) -> KomaError {
 /// the wake's one `JSON.parse`.
 fn settle(ctx: &Ctx, js: Js, completions: Vec<Completion>, results: &mut Results) {
     for c in completions {
+        let c = match c.outcome {
+            Outcome::Turn(news) => {
+                deliver_turn(ctx, js, c.token, news);
+                continue;
+            }
+            outcome => Completion { token: c.token, outcome },
+        };
         let Some(call) = ctx.state.borrow_mut().calls.remove(&c.token) else { continue };
         let Call { deferred, abort, .. } = call;
         if let Some(a) = abort {
@@ -103,7 +111,8 @@ fn settle(ctx: &Ctx, js: Js, completions: Vec<Completion>, results: &mut Results
                 Ok(v) => deferred.resolve(js, v),
                 Err(e) => deferred.reject_with(js, &conversion_error(&e), None, None),
             },
-            Outcome::Closed => deferred.resolve(js, js.undefined()),
+            Outcome::Done => deferred.resolve(js, js.undefined()),
+            Outcome::Turn(_) => unreachable!("handed to its Turn above"),
             Outcome::Error(e) => {
                 let parse = ctx.env.json_parse(js).ok();
                 deferred.reject_with(js, &e, parse.as_ref(), None);

@@ -1,6 +1,7 @@
 //! What the binding keeps per Node environment (the main thread's, and each
-//! Worker's): its life, `JSON.parse` and `JSON.stringify`, the scripts
-//! compiled in it (`events.js`, `turn.js`), and its wake-up (`wake.rs`).
+//! Worker's): its life, `JSON.parse` and `JSON.stringify`, the package's
+//! JavaScript half (`lib/`, registered by `index.js`: see `glue.rs`), and its
+//! wake-up (`wake.rs`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,8 +16,8 @@ pub struct EnvData {
     pub life: Rc<EnvLife>,
     json_parse: OwnedRef,
     json_stringify: OwnedRef,
-    /// Scripts compiled in this environment, by name.
-    scripts: RefCell<Vec<(&'static str, OwnedRef)>>,
+    /// The functions of `lib/` that `index.js` registered in this environment.
+    glue: RefCell<Option<OwnedRef>>,
     /// The environment's one threadsafe function, shared by its clients.
     pub wakes: Wakes,
 }
@@ -42,7 +43,7 @@ impl EnvData {
             id: js.id(),
             json_parse: OwnedRef::new(js, &life, &parse, true)?,
             json_stringify: OwnedRef::new(js, &life, &stringify, true)?,
-            scripts: RefCell::new(Vec::new()),
+            glue: RefCell::new(None),
             wakes: Wakes::new(js, &life, on_wake)?,
             life,
         });
@@ -72,15 +73,21 @@ impl EnvData {
         self.json_parse(js)?.call(json)
     }
 
-    /// The completion value of `source`, compiled and run once in this
-    /// environment under `name`, then the same value.
-    pub fn script<'e>(&self, js: Js<'e>, name: &'static str, source: &str) -> napi::Result<Unknown<'e>> {
-        if let Some((_, r)) = self.scripts.borrow().iter().find(|(n, _)| *n == name) {
-            return r.value(js);
-        }
-        let named = format!("{source}\n//# sourceURL=@koma/sdk/{name}\n");
-        let value: Unknown = js.env().run_script(named)?;
-        self.scripts.borrow_mut().push((name, OwnedRef::new(js, &self.life, &value, true)?));
-        Ok(value)
+    /// Register the package's JavaScript half (done once per environment, by `index.js`).
+    pub fn set_glue(&self, js: Js, glue: &Object) -> napi::Result<()> {
+        *self.glue.borrow_mut() = Some(OwnedRef::new(js, &self.life, glue, true)?);
+        Ok(())
+    }
+
+    /// The function `name` of the package's JavaScript half.
+    pub fn glue<'e>(&self, js: Js<'e>, name: &str) -> napi::Result<Unknown<'e>> {
+        let glue = self.glue.borrow();
+        let Some(glue) = glue.as_ref() else {
+            return Err(napi::Error::from_reason(
+                "the JavaScript half of @koma/sdk is missing: load the package (its index.js), not its binding alone",
+            ));
+        };
+        let glue = Object::from_unknown(glue.value(js)?)?;
+        glue.get_named_property(name)
     }
 }

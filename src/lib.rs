@@ -3,10 +3,11 @@
 //! files point one way, from the surface down:
 //!
 //! - `client.rs`: the `#[napi]` surface, `Client`;
-//! - `turn.rs`: the turn layer's entry (`turn.js` makes the Turns);
-//! - `call.rs`: calls become promises; `send` for the client and the turn layer;
+//! - `turn.rs`: the turn layer's entry (the core runs turns; `lib/turn.js` makes the Turns);
+//! - `call.rs`: calls become promises;
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
-//! - `stream.rs`: the native side of the event queue (`events.js`);
+//! - `stream.rs`: the native side of the streams of events (`lib/stream.js`);
+//! - `glue.rs`: where `index.js` registers the package's JavaScript half (`lib/`);
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
 //! - `options.rs`: the options JavaScript passes, read and checked once;
@@ -25,6 +26,7 @@ mod client;
 mod context;
 mod delivery;
 mod env;
+mod glue;
 mod handles;
 mod koma_error;
 mod options;
@@ -37,5 +39,6 @@ mod values;
 mod wake;
 
 pub use client::*;
+pub use glue::*;
 pub use koma_error::*;
 pub use types::*;

@@ -7,13 +7,14 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use koma_transport::child::SpawnMode;
+use koma_transport::turns::ApprovalOption;
 use koma_transport::{ErrorCode, KomaError};
 use napi::bindgen_prelude::{FromNapiValue, Object, Unknown};
 use napi::ValueType;
 
 use crate::handles::Js;
-use crate::types::{CallOptions, ClientOptions, TurnOptions};
-use crate::values::{as_object, as_string, get, is_nullish, kind, own_keys};
+use crate::types::{CallOptions, ClientOptions};
+use crate::values::{as_object, as_string, describe, get, is_nullish, kind, own_keys};
 
 fn invalid(message: String) -> KomaError {
     KomaError::new(ErrorCode::InvalidParams, message)
@@ -145,40 +146,40 @@ pub fn call_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Resul
     Ok(CallOptions { signal: signal(js, &obj, what)?, timeout })
 }
 
-/// `turn()`'s or `run()`'s options (`what` says which: `run` requires `onApproval`).
-pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<TurnOptions<'e>, KomaError> {
-    let empty = TurnOptions { mode: None, on_approval: None, signal: None, timeout: None };
-    let options = match v.filter(|v| !is_nullish(v)) {
-        None => empty,
-        Some(v) => {
-            let obj = as_object(v).ok_or_else(|| {
-                invalid(format!("{what}: options must be an object {{ mode?, onApproval?, signal?, timeout? }}"))
-            })?;
-            check_keys(&obj, what, &["mode", "onApproval", "signal", "timeout"], |_| None)?;
-            let mode = match member(js, &obj, what, "mode")?.map(as_string) {
-                None => None,
-                Some(Some(m)) if m == "submit" || m == "interrupt" => Some(m),
-                Some(_) => return Err(invalid(format!("{what}: `mode` must be \"submit\" or \"interrupt\""))),
-            };
-            let on_approval = match member(js, &obj, what, "onApproval")? {
-                None => None,
-                Some(f) if kind(&f) == ValueType::Function => Some(f),
-                Some(s) if matches!(as_string(s).as_deref(), Some("allow" | "deny")) => Some(s),
-                Some(_) => {
-                    return Err(invalid(format!("{what}: `onApproval` must be a function, \"allow\" or \"deny\"")))
-                }
-            };
-            let timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
-            TurnOptions { mode, on_approval, signal: signal(js, &obj, what)?, timeout }
+/// `turn()`'s or `run()`'s options, read: `mode` and `onApproval` as given
+/// (the core judges them), `signal` and `timeout` checked here.
+pub struct TurnArgs<'e> {
+    pub mode: Option<String>,
+    pub approvals: ApprovalOption,
+    /// `onApproval`, when it is a function.
+    pub handler: Option<Unknown<'e>>,
+    pub signal: Option<Object<'e>>,
+    pub timeout: Option<f64>,
+}
+
+/// `turn()`'s or `run()`'s options (`what` says which).
+pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<TurnArgs<'e>, KomaError> {
+    let mut args = TurnArgs { mode: None, approvals: ApprovalOption::None, handler: None, signal: None, timeout: None };
+    let Some(v) = v.filter(|v| !is_nullish(v)) else { return Ok(args) };
+    let obj = as_object(v).ok_or_else(|| {
+        invalid(format!("{what}: options must be an object {{ mode?, onApproval?, signal?, timeout? }}"))
+    })?;
+    check_keys(&obj, what, &["mode", "onApproval", "signal", "timeout"], |_| None)?;
+    args.mode = member(js, &obj, what, "mode")?.map(|m| as_string(m).unwrap_or_else(|| describe(m)));
+    args.approvals = match member(js, &obj, what, "onApproval")? {
+        None => ApprovalOption::None,
+        Some(f) if kind(&f) == ValueType::Function => {
+            args.handler = Some(f);
+            ApprovalOption::Handler
         }
+        Some(s) => match as_string(s) {
+            Some(s) => ApprovalOption::Text(s),
+            None => ApprovalOption::Other(describe(s)),
+        },
     };
-    if what == "run" && options.on_approval.is_none() {
-        return Err(invalid(
-            "run: `onApproval` is required (a function, \"allow\" or \"deny\"): nobody else sees the turn's approvals"
-                .into(),
-        ));
-    }
-    Ok(options)
+    args.timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
+    args.signal = signal(js, &obj, what)?;
+    Ok(args)
 }
 
 /// How children are started, from `KOMA_SDK_SPAWN` (read once per process):

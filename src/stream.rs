@@ -1,8 +1,10 @@
-//! The native side of the client's event queue. The per-event loop is
-//! JavaScript (`events.js`, compiled once per environment): it yields from a
-//! batch and counts what it took in memory shared with the core, with no
-//! call into the addon per event. The addon is called once per batch
-//! (`pull`) and calls the queue's `settle` when events become ready.
+//! The native side of the streams of events: the client's own (what
+//! `events()` reads) and each Turn's. The loops are JavaScript
+//! (`lib/stream.js`): they hand a batch's events out one by one and count
+//! each in memory shared with the core, with no call into the addon per
+//! event. The addon is called once per batch (`pull`, or a Turn's `take`)
+//! and calls the client stream's `settle` when events become ready (a
+//! Turn's stream is told through its news: see `turn.rs`).
 
 use std::rc::{Rc, Weak};
 
@@ -15,52 +17,60 @@ use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Obje
 use crate::context::{Ctx, QueueRefs};
 use crate::handles::{coded_error, external_array_buffer, function, put_lifted, Js, OwnedRef};
 
-const EVENTS_JS: &str = include_str!("events.js");
-
-/// The client's event queue, made once: `{ stream, settle, router }`.
-fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
-    if ctx.state.borrow().queue.is_some() {
-        return Ok(());
-    }
-    let make: Function<'e, FnArgs<(Unknown, Unknown, Unknown, Object)>, Object> =
-        Function::from_unknown(ctx.env.script(js, "events.js", EVENTS_JS)?)?;
-    let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
-    let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
-    let buffer = external_array_buffer(js, ctx.conn.event_counters())?;
+/// The counters shared with the core (one ArrayBuffer per client) and their layout.
+pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Object<'e>)> {
+    let made = ctx.state.borrow().counters.as_ref().map(|r| r.value(js));
+    let buffer = match made {
+        Some(b) => b?,
+        None => {
+            let b = external_array_buffer(js, ctx.conn.event_counters())?;
+            ctx.state.borrow_mut().counters = Some(OwnedRef::new(js, &ctx.env.life, &b, true)?);
+            b
+        }
+    };
     let mut layout = Object::new(&js.env())?;
     for (name, slot) in EventCounters::LAYOUT {
         layout.set_named_property(name, slot as u32)?;
     }
     layout.set_named_property("STRIDE", BATCH_STRIDE)?;
+    Ok((buffer, layout))
+}
+
+/// The client's own stream, made once: `{ events, settle }`.
+fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
+    if ctx.state.borrow().queue.is_some() {
+        return Ok(());
+    }
+    let make: Function<'e, FnArgs<(Unknown, Unknown, Unknown, Object)>, Object> =
+        Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
+    let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
+    let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
+    let (buffer, layout) = counters(ctx, js)?;
     let made = make.call((pull, stop, buffer, layout).into())?;
     let refs = |name: &str| -> napi::Result<OwnedRef> {
         OwnedRef::new(js, &ctx.env.life, &made.get_named_property::<Unknown>(name)?, true)
     };
-    let q = QueueRefs { iterator: refs("stream")?, settle: refs("settle")?, router: refs("router")? };
+    let q = QueueRefs { events: refs("events")?, settle: refs("settle")? };
     ctx.state.borrow_mut().queue = Some(q);
     Ok(())
 }
 
-/// The client's event iterator: made once, then the same object.
+/// A new loop over the client's own stream (every one reads the same stream).
 pub fn events<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
     queue(ctx, js)?;
-    let st = ctx.state.borrow();
-    st.queue.as_ref().expect("made above").iterator.value(js)
+    let make = {
+        let st = ctx.state.borrow();
+        st.queue.as_ref().expect("made above").events.value(js)?
+    };
+    Function::<(), Unknown>::from_unknown(make)?.call(())
 }
 
-/// The event queue's router, for the turn layer (the queue is made if it was not).
-pub fn router<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
-    queue(ctx, js)?;
-    let st = ctx.state.borrow();
-    st.queue.as_ref().expect("made above").router.value(js)
-}
-
-/// `pull()` for the queue: a batch (a flat array `[seq, name, data, size, ...]`
-/// parsed by one JSON.parse, its long strings put back), the overflow
-/// report, `undefined` (nothing now; a wake will call `settle`), or `null`
-/// (the end). Throws the fatal error after a failure.
-fn pull<'e>(ctx: &Ctx, js: Js<'e>) -> napi::Result<Unknown<'e>> {
-    match ctx.conn.take_events(true) {
+/// What a stream's `take` gives JavaScript: a batch (a flat array `[seq,
+/// name, data, size, ...]` parsed by one JSON.parse, its long strings put
+/// back), the overflow report, `undefined` (nothing now) or `null` (the
+/// end). Throws the stream's failure.
+pub fn take_value<'e>(ctx: &Ctx, js: Js<'e>, taken: Take) -> napi::Result<Unknown<'e>> {
+    match taken {
         Take::Batch { json, lifts, .. } => {
             let array = ctx.env.parse(js, &json)?;
             drop(json);
@@ -76,11 +86,7 @@ fn pull<'e>(ctx: &Ctx, js: Js<'e>) -> napi::Result<Unknown<'e>> {
             o.set_named_property("dropped", dropped as f64)?;
             js.to_value(o)
         }
-        Take::Empty => {
-            ctx.state.borrow_mut().events_waiting = true;
-            ctx.update_hold(js);
-            Ok(js.undefined())
-        }
+        Take::Empty => Ok(js.undefined()),
         Take::Ended(End::Finished) => js.to_value(napi::bindgen_prelude::Null),
         Take::Ended(End::Failed(e)) => {
             let err = coded_error(js, &e, None, None)?;
@@ -90,7 +96,17 @@ fn pull<'e>(ctx: &Ctx, js: Js<'e>) -> napi::Result<Unknown<'e>> {
     }
 }
 
-/// Events are ready (or the end): let a waiting queue take them.
+/// `pull()` of the client's own stream (`undefined`: a wake calls `settle`).
+fn pull<'e>(ctx: &Ctx, js: Js<'e>) -> napi::Result<Unknown<'e>> {
+    let taken = ctx.conn.take_events(true);
+    if taken == Take::Empty {
+        ctx.state.borrow_mut().events_waiting = true;
+        ctx.update_hold(js);
+    }
+    take_value(ctx, js, taken)
+}
+
+/// Events are ready (or the end): let a waiting loop take them.
 pub fn pump(ctx: &Ctx, js: Js) {
     let settle = {
         let mut st = ctx.state.borrow_mut();
@@ -109,7 +125,7 @@ pub fn pump(ctx: &Ctx, js: Js) {
     }
 }
 
-/// The queue is done (`return()` and no Turn open): it no longer waits.
+/// No loop waits on the client's own stream any more.
 fn stop_waiting(ctx: &Ctx, js: Js) {
     ctx.conn.unwant_events();
     ctx.state.borrow_mut().events_waiting = false;

@@ -1,69 +1,33 @@
-//! The turn layer's entry: `client.turn()` and `client.run()` read their
-//! options here (`options.rs`, the one check) and hand the turn layer
-//! (`turn.js`, compiled once per environment) what it works with: the call
-//! layer's `send` and the event queue's router. The Turn objects it makes
-//! are plain JavaScript; nothing of them comes back through the addon.
+//! The turn layer's entry in JavaScript: `client.turn()` and `client.run()`.
+//! The core runs each turn (`koma_transport::turns`); this file reads the
+//! options into the core's spec, has `lib/turn.js` make the Turn object (with
+//! `ops`, the functions it calls), opens the turn in the core, and hands the
+//! core's news for it to the Turn.
 
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
-use koma_transport::KomaError;
-use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValuesTupleIntoVec, Object, Unknown};
+use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::{ErrorCode, KomaError};
+use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Null, Object, Unknown};
 
-use crate::call::{rejected, send_function};
+use crate::abort::aborted;
+use crate::call::{call, stringify, Started};
 use crate::context::Ctx;
-use crate::handles::{coded_error, Js};
-use crate::options::turn_options;
-use crate::stream::router;
-use crate::types::TurnOptions;
+use crate::handles::{coded_error, function, put_lifted, Js, OwnedRef};
+use crate::options::{duration, turn_options, TurnArgs};
+use crate::stream::{counters, take_value};
+use crate::types::CallOptions;
+use crate::values::{as_string, is_nullish};
 
-const TURN_JS: &str = include_str!("turn.js");
+/// `lib/turn.js`'s `makeTurn(ops, key, what, handler, signal, stopped)`.
+type MakeTurn<'e> =
+    Function<'e, FnArgs<(Unknown<'e>, f64, &'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Object<'e>>;
+/// A Turn's `news(kind, a, b, c, d)`.
+type News<'e> = Function<'e, FnArgs<(&'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
 
-/// The turn layer's function `name` (`makeTurn`, `failedTurn`, `run`).
-fn layer<'e, A: JsValuesTupleIntoVec>(ctx: &Ctx, js: Js<'e>, name: &str) -> napi::Result<Function<'e, A, Unknown<'e>>> {
-    let layer = Object::from_unknown(ctx.env.script(js, "turn.js", TURN_JS)?)?;
-    layer.get_named_property(name)
-}
-
-/// Start a turn with the turn layer's `name` (`makeTurn` or `run`).
-fn start<'e>(
-    ctx: &Rc<Ctx>,
-    js: Js<'e>,
-    name: &str,
-    params: Option<Unknown<'e>>,
-    o: TurnOptions<'e>,
-) -> napi::Result<Unknown<'e>> {
-    let params = params.unwrap_or_else(|| js.undefined());
-    let args = (send_function(ctx, js)?, router(ctx, js)?, params, options_object(js, o)?);
-    layer::<FnArgs<_>>(ctx, js, name)?.call(args.into())
-}
-
-/// The options as turn.js reads them: `{ mode, onApproval, signal, timeout }`.
-fn options_object<'e>(js: Js<'e>, o: TurnOptions<'e>) -> napi::Result<Object<'e>> {
-    let mut obj = Object::new(&js.env())?;
-    obj.set_named_property("mode", o.mode.as_deref().unwrap_or("submit"))?;
-    if let Some(f) = o.on_approval {
-        obj.set_named_property("onApproval", f)?;
-    }
-    if let Some(s) = o.signal {
-        obj.set_named_property("signal", s)?;
-    }
-    if let Some(ms) = o.timeout {
-        obj.set_named_property("timeout", ms)?;
-    }
-    Ok(obj)
-}
-
-/// The turn layer's two entries.
-#[derive(Clone, Copy)]
-pub enum Entry {
-    /// `client.turn(params, options)`: a Turn.
-    Turn,
-    /// `client.run(params, options)`: a promise of the drained turn's result.
-    Run,
-}
-
-/// Enter the turn layer. Bad options give a Turn whose promises reject
-/// (`turn()`), or a rejected promise (`run()`).
+/// Start a turn (`Entry::Turn`: a Turn; `Entry::Run`: the promise of its
+/// result). Whatever is wrong with the params or options fails the turn
+/// itself (its promises reject, its loop throws), as the core decides.
 pub fn enter<'e>(
     entry: Entry,
     ctx: &Rc<Ctx>,
@@ -71,19 +35,199 @@ pub fn enter<'e>(
     params: Option<Unknown<'e>>,
     options: Option<Unknown<'e>>,
 ) -> napi::Result<Unknown<'e>> {
-    let (what, name) = match entry {
-        Entry::Turn => ("turn", "makeTurn"),
-        Entry::Run => ("run", "run"),
+    let what = match entry {
+        Entry::Turn => "turn",
+        Entry::Run => "run",
     };
-    match (turn_options(js, what, options), entry) {
-        (Ok(o), _) => start(ctx, js, name, params, o),
-        (Err(e), Entry::Turn) => failed(ctx, js, &e),
-        (Err(e), Entry::Run) => rejected(js, ctx, &e),
+    let key = ctx.conn.token();
+    let mut spec = TurnSpec {
+        entry,
+        params: None,
+        mode: None,
+        approvals: ApprovalOption::None,
+        timeout: None,
+        stopped: None,
+        refused: None,
+    };
+    let args = turn_options(js, what, options);
+    let params = params.filter(|p| !is_nullish(p)).map(|p| stringify(ctx, js, p, what)).transpose();
+    let (mut handler, mut signal, mut stopped) = (js.undefined(), js.undefined(), js.undefined());
+    match (args, params) {
+        (Err(e), _) | (_, Err(e)) => spec.refused = Some(e),
+        (Ok(TurnArgs { mode, approvals, handler: h, signal: s, timeout }), Ok(p)) => {
+            spec.params = p.flatten();
+            spec.mode = mode;
+            spec.approvals = approvals;
+            spec.timeout = timeout.map(duration);
+            if let Some(h) = h {
+                handler = h;
+            }
+            if let Some(s) = s {
+                if let Some((code, reason)) = aborted(js, &s) {
+                    let how = match code {
+                        ErrorCode::Timeout => "timed out (its signal was aborted with a TimeoutError)",
+                        _ => "was aborted by its signal",
+                    };
+                    spec.stopped = Some((code, format!("`{what}` {how} before anything was sent")));
+                    let mut o = Object::new(&js.env())?;
+                    o.set_named_property("reason", reason.unwrap_or_else(|| js.undefined()))?;
+                    stopped = o.to_unknown();
+                } else {
+                    signal = s.to_unknown();
+                }
+            }
+        }
+    }
+    let make: MakeTurn<'e> = Function::from_unknown(ctx.env.glue(js, "makeTurn")?)?;
+    let made = make.call((ops(ctx, js)?, key as f64, what, handler, signal, stopped).into())?;
+    let news: Unknown = made.get_named_property("news")?;
+    ctx.state.borrow_mut().turns.insert(key, OwnedRef::new(js, &ctx.env.life, &news, true)?);
+    ctx.update_hold(js);
+    if let Err(e) = ctx.conn.open_turn(key, spec) {
+        // Refused before the core could hold it (a client made before fork()).
+        let result = koma_transport::turns::unstarted_result();
+        let error = Some(koma_transport::turns::TurnError { error: e, cause: Cause::Client });
+        deliver(ctx, js, key, TurnNews::Ended { result, error });
+    }
+    made.get_named_property(if entry == Entry::Turn { "turn" } else { "result" })
+}
+
+/// Hand the core's news of turn `key` to its Turn.
+pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
+    let ended = matches!(news, TurnNews::Ended { .. });
+    let target = {
+        let mut st = ctx.state.borrow_mut();
+        if ended {
+            st.turns.remove(&key).and_then(|r| r.value(js).ok())
+        } else {
+            st.turns.get(&key).and_then(|r| r.value(js).ok())
+        }
+    };
+    if ended {
+        ctx.update_hold(js);
+    }
+    let Some(target) = target else { return }; // the Turn is gone
+    let call = || -> napi::Result<()> {
+        let f: News<'_> = Function::from_unknown(target)?;
+        let u = js.undefined();
+        let args = match news {
+            TurnNews::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u),
+            TurnNews::Approval { approval, data } => {
+                let value = ctx.env.parse(js, data.text())?;
+                let value = put_lifted(js, value, data.lifts)?;
+                ("approval", js.to_value(approval.as_str())?, value, u, u)
+            }
+            TurnNews::Ready => ("ready", u, u, u, u),
+            TurnNews::Ended { result, error } => {
+                let value = ctx.env.parse(js, result.text())?;
+                let value = put_lifted(js, value, result.lifts)?;
+                match error {
+                    None => ("ended", value, u, u, u),
+                    Some(e) => {
+                        let parse = ctx.env.json_parse(js).ok();
+                        let err = coded_error(js, &e.error, parse.as_ref(), None)?;
+                        let (cause, approval) = match &e.cause {
+                            Cause::Handler(a) => (js.to_value("handler")?, js.to_value(a.as_str())?),
+                            Cause::Stop => (js.to_value("stop")?, u),
+                            Cause::Client => (u, u),
+                        };
+                        ("ended", value, err, cause, approval)
+                    }
+                }
+            }
+        };
+        f.call(args.into())?;
+        Ok(())
+    };
+    if call().is_err() {
+        let _ = js.take_exception(); // the Turn's own code does not throw; a conversion that failed leaves it waiting
     }
 }
 
-/// A Turn that failed before it started: its promises reject with `e`, and so does its iterator.
-fn failed<'e>(ctx: &Rc<Ctx>, js: Js<'e>, e: &KomaError) -> napi::Result<Unknown<'e>> {
-    let args = (router(ctx, js)?, coded_error(js, e, None, None)?);
-    layer::<FnArgs<_>>(ctx, js, "failedTurn")?.call(args.into())
+/// What a Turn calls, made once per client (see `lib/turn.js`'s `Ops`).
+fn ops<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
+    if let Some(r) = ctx.state.borrow().ops.as_ref() {
+        return r.value(js);
+    }
+    let weak = || Rc::downgrade(ctx);
+    let mut o = Object::new(&js.env())?;
+    o.set_named_property("take", function(js, c"take", weak(), on_take)?)?;
+    o.set_named_property("read", function(js, c"read", weak(), on_read)?)?;
+    o.set_named_property("stop", function(js, c"stop", weak(), on_stop)?)?;
+    o.set_named_property("interrupt", function(js, c"interrupt", weak(), on_interrupt)?)?;
+    o.set_named_property("answer", function(js, c"answer", weak(), on_answer)?)?;
+    o.set_named_property("release", function(js, c"release", weak(), on_release)?)?;
+    let (buffer, layout) = counters(ctx, js)?;
+    o.set_named_property("counters", buffer)?;
+    o.set_named_property("layout", layout)?;
+    let o = o.to_unknown();
+    ctx.state.borrow_mut().ops = Some(OwnedRef::new(js, &ctx.env.life, &o, true)?);
+    Ok(o)
+}
+
+fn key_of(args: &[Unknown]) -> u64 {
+    args.first().and_then(|v| f64::from_unknown(*v).ok()).map_or(0, |k| k as u64)
+}
+
+fn string_arg(args: &[Unknown], i: usize) -> String {
+    args.get(i).copied().and_then(as_string).unwrap_or_default()
+}
+
+fn on_take<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    match ctx.upgrade() {
+        Some(ctx) => take_value(&ctx, js, ctx.conn.take_turn_events(key_of(args), true)),
+        None => js.to_value(Null),
+    }
+}
+
+fn on_read<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    if let Some(ctx) = ctx.upgrade() {
+        let reading = args.get(1).and_then(|v| bool::from_unknown(*v).ok()).unwrap_or(false);
+        ctx.conn.read_turn(key_of(args), reading);
+    }
+    Ok(js.undefined())
+}
+
+fn on_stop<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    if let Some(ctx) = ctx.upgrade() {
+        let code = if string_arg(args, 1) == "timeout" { ErrorCode::Timeout } else { ErrorCode::Aborted };
+        ctx.conn.stop_turn(key_of(args), code, string_arg(args, 2));
+    }
+    Ok(js.undefined())
+}
+
+fn on_interrupt<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    let Some(ctx) = ctx.upgrade() else { return js.to_value(Null) };
+    let key = key_of(args);
+    let none = CallOptions { signal: None, timeout: None };
+    call(&ctx, js, "interrupt", &none, |token| {
+        Ok::<_, KomaError>(if ctx.conn.interrupt_turn(key, token) {
+            Started::Now(js.undefined())
+        } else {
+            Started::Waiting
+        })
+    })
+}
+
+fn on_answer<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    if let Some(ctx) = ctx.upgrade() {
+        let value = string_arg(args, 3);
+        let answer = match string_arg(args, 2).as_str() {
+            "decision" => match Decision::parse(&value) {
+                Some(d) => Answer::Decision(d),
+                None => Answer::Other(value),
+            },
+            "failed" => Answer::Failed(value),
+            _ => Answer::Other(value),
+        };
+        ctx.conn.answer_approval(key_of(args), &string_arg(args, 1), answer);
+    }
+    Ok(js.undefined())
+}
+
+fn on_release<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    if let Some(ctx) = ctx.upgrade() {
+        ctx.conn.release_turn(key_of(args));
+    }
+    Ok(js.undefined())
 }

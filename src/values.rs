@@ -74,3 +74,19 @@ pub fn message_of(js: Js, thrown: Unknown) -> Option<String> {
     let _ = js.take_exception(); // a getter that threw
     message.and_then(as_string)
 }
+
+/// A value as a message names it: a string quoted, `undefined`, `null`, a
+/// number or boolean as written, else its kind (`an object`, `a function`).
+pub fn describe(v: Unknown) -> String {
+    match kind(&v) {
+        ValueType::String => as_string(v).map(|s| serde_json::to_string(&s).unwrap_or_default()).unwrap_or_default(),
+        ValueType::Undefined => "undefined".into(),
+        ValueType::Null => "null".into(),
+        ValueType::Number => f64::from_unknown(v).map(|n| n.to_string()).unwrap_or_else(|_| "a number".into()),
+        ValueType::Boolean => bool::from_unknown(v).map(|b| b.to_string()).unwrap_or_else(|_| "a boolean".into()),
+        ValueType::Function => "a function".into(),
+        ValueType::BigInt => "a BigInt".into(),
+        ValueType::Symbol => "a symbol".into(),
+        _ => "an object".into(),
+    }
+}

@@ -16,7 +16,7 @@ _native.init(_errors._from_native)
 
 from ._client import Client  # noqa: E402
 from ._errors import ErrorCode, KomaError, RemoteError  # noqa: E402
-from ._queue import EventStream  # noqa: E402
+from ._stream import EventStream  # noqa: E402
 from ._turn import ApprovalPolicy, Turn  # noqa: E402
 from ._types import (  # noqa: E402
     ApprovalRequestedData,
@@ -50,6 +50,7 @@ from ._types import (  # noqa: E402
     TurnResult,
     TurnStartedData,
     TurnStartedEvent,
+    TurnMode,
     TurnStatus,
 )
 
@@ -92,5 +93,6 @@ __all__ = [
     "TurnResult",
     "TurnStartedData",
     "TurnStartedEvent",
+    "TurnMode",
     "TurnStatus",
 ]

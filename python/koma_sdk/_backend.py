@@ -54,8 +54,10 @@ class Backend(Protocol):
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancel: ...
 
-    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
-        """Run `work` as a task of its own; it must catch its own errors."""
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
+        """Run `work` as a task of its own; it must catch its own errors.
+        Cancelling it stops the task (its awaits raise the loop's
+        cancellation)."""
 
 
 class _Asyncio:
@@ -101,13 +103,14 @@ class _Asyncio:
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancel:
         return self._loop.call_later(delay, callback)
 
-    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         async def run() -> None:
             await work()
 
         task = self._loop.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
 
 class _TrioFuture:
@@ -232,13 +235,17 @@ class _Trio:
         trio.lowlevel.spawn_system_task(wait)
         return scope
 
-    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         import trio
 
+        scope = trio.CancelScope()
+
         async def run() -> None:
-            await work()
+            with scope:
+                await work()
 
         trio.lowlevel.spawn_system_task(run)
+        return scope
 
 
 def _in_trio_run(token: Any) -> bool:

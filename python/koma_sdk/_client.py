@@ -29,10 +29,11 @@ from . import _backend
 from ._errors import KomaError, invalid
 from ._lift import put_back
 from ._native import NativeClient
-from ._queue import EventQueue, EventStream
+from ._stream import ClientStream, EventStream
 from ._turn import ApprovalPolicy, Turn, run
 from ._types import (
     Decision,
+    TurnMode,
     EnqueueResult,
     Hello,
     InterruptAndSubmitResult,
@@ -231,19 +232,21 @@ class Client:
             raise invalid("Client: `trace` must be a bool")
         hello = _seconds("hello_timeout", hello_timeout)
         self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
-        self._calls: Dict[int, Union[_backend.Future, _backend.Sink]] = {}
+        self._calls: Dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         self._bind = self._wake.current
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
-        self._queue = EventQueue(self._native, self._bind)
+        self._queue = ClientStream(self._native, self._bind)
+        #: The turns not over yet, by key: what their news go to.
+        self._turns: Dict[int, Turn] = {}
 
     # ---- plumbing
 
     def _deliver(self) -> None:
         """One wake: settle every call it answered, then serve the events."""
         try:
-            tokens, joined, lifts, others = self._native.deliver()
+            tokens, joined, lifts, others, news = self._native.deliver()
         except KomaError as e:
             self._fail_all(e)
             return
@@ -271,6 +274,11 @@ class Client:
                     sink.set_exception(value)
                 else:
                     sink.set_result(value)
+        turns = self._turns
+        for key, kind, *args in news:
+            turn = turns.pop(key, None) if kind == "ended" else turns.get(key)
+            if turn is not None:
+                turn._news(kind, args)
         self._queue.woke()
 
     def _fail_all(self, error: KomaError) -> None:
@@ -280,18 +288,19 @@ class Client:
             if not sink.done():
                 sink.set_exception(error)
 
-    def _send(self, method: str, params: Any, sink: Union[_backend.Future, _backend.Sink], timeout: Optional[float]) -> None:
-        """Write a request whose answer goes to `sink`; raises `KomaError` at
-        once for a local rejection (nothing written)."""
-        self._bind()
-        body = _params(method, params)
-        native = self._native
-        token = native.token()
-        native.request(token, method, body, timeout)
-        self._calls[token] = sink
+    #: The params of a request as JSON (for the turn layer too).
+    _params = staticmethod(_params)
 
-    def _send_to(self, method: str, params: Any, sink: _backend.Sink) -> None:
-        self._send(method, params, sink, None)
+    async def _wait_for(self, token: int) -> Any:
+        """The answer to call `token` (cancelled: its late answer is ignored)."""
+        fut = self._bind().future()
+        self._calls[token] = fut
+        try:
+            return await fut
+        except BaseException:
+            if self._calls.pop(token, None) is not None:
+                self._native.abandon(token)
+            raise
 
     async def _call(self, method: str, params: Any, timeout: Any) -> Any:
         seconds = _seconds("timeout", timeout)
@@ -413,33 +422,36 @@ class Client:
     # ---- events and turns
 
     def events(self) -> EventStream:
-        """The client's one event queue, as an async iterator: catalog events
-        and the one overflow report. Every call iterates the same queue."""
+        """The client's one stream of the events no Turn took, as an async
+        iterator: catalog events and the one overflow report. Every call
+        iterates the same stream."""
         return self._queue.stream
 
     def turn(
         self,
         text: str,
         *,
-        mode: Optional[str] = None,
+        mode: Optional[TurnMode] = None,
         on_approval: Optional[ApprovalPolicy] = None,
         timeout: Optional[float] = None,
     ) -> Turn:
-        """Start a turn (`mode="interrupt"`: stop the running one first) and
-        take its events from the client's queue; see the README."""
-        return Turn(self._send_to, self._queue, self._bind(), text, mode, on_approval, timeout)
+        """Start a turn (`mode="interrupt"`: stop the running one first) whose
+        events a loop over the Turn takes; see the README. Bad arguments fail
+        the Turn (its result and loops raise `invalid_params`)."""
+        return Turn(self, text, mode, on_approval, timeout, "turn")
 
     async def run(
         self,
         text: str,
         *,
         on_approval: ApprovalPolicy,
-        mode: Optional[str] = None,
+        mode: Optional[TurnMode] = None,
         timeout: Optional[float] = None,
     ) -> TurnResult:
-        """A turn in one call: `turn()` drained, then its result. A failure
-        carries the partial result as `error.result`."""
-        return await run(self._send_to, self._queue, self._bind(), text, mode, on_approval, timeout)
+        """A turn in one call: its result, once it finished. Cancelling it
+        interrupts the agent. A failure carries the result so far as
+        `error.result`."""
+        return await run(self, text, mode, on_approval, timeout)
 
     # ---- properties
 

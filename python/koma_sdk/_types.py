@@ -14,6 +14,9 @@ from ._errors import KomaError
 
 Status = Literal["idle", "running", "waiting"]
 Decision = Literal["allow", "deny"]
+#: `"submit"`: the turn fails with remote `busy` while one runs;
+#: `"interrupt"`: the running turn is interrupted first.
+TurnMode = Literal["submit", "interrupt"]
 
 
 def _obj(value: Any, what: str = "the result") -> Any:
@@ -309,30 +312,46 @@ class ToolCall(_Record):
     it (`output`, `error`, `None` until its result), and the answer to its
     approval if one was asked (`approval`)."""
 
-    __slots__ = ("call", "tool", "input", "output", "error", "approval", "_has_result")
+    __slots__ = ("call", "tool", "input", "output", "error", "approval")
 
-    def __init__(self, call: str, tool: str, input: Any) -> None:
+    def __init__(
+        self,
+        call: str,
+        tool: str,
+        input: Any,
+        output: Any = None,
+        error: Optional[bool] = None,
+        approval: Optional[Decision] = None,
+    ) -> None:
         self.call = call
         self.tool = tool
         self.input = input
-        self.output: Any = None
-        self.error: Optional[bool] = None
-        self.approval: Optional[Decision] = None
-        self._has_result = False
+        self.output = output
+        self.error = error
+        self.approval = approval
 
 
-TurnStatus = Literal["completed", "interrupted", "failed", "unknown"]
+#: What `turn_finished` said (passed on as koma said it), or `"unknown"`
+#: when the turn did not finish (the client failed or closed first).
+TurnStatus = Union[Literal["completed", "interrupted", "failed", "unknown"], str]
 
 
 class TurnResult(_Record):
     """A turn's result: `status` as `turn_finished` said (`"unknown"` when
-    an overflow lost it), `output` the `output` texts joined, the tool
-    calls, how many events the turn had, and whether an overflow hit it."""
+    none came), `output` the `output` texts joined, the tool calls, how many
+    events the turn had, and whether an overflow cost its events. `turn` is
+    `None` only in the `error.result` of a turn whose submit never answered."""
 
     __slots__ = ("turn", "status", "output", "tool_calls", "events", "overflowed")
 
     def __init__(
-        self, turn: str, status: TurnStatus, output: str, tool_calls: List[ToolCall], events: int, overflowed: bool
+        self,
+        turn: Optional[str],
+        status: TurnStatus,
+        output: str,
+        tool_calls: List[ToolCall],
+        events: int,
+        overflowed: bool,
     ) -> None:
         self.turn = turn
         self.status = status
@@ -340,3 +359,12 @@ class TurnResult(_Record):
         self.tool_calls = tool_calls
         self.events = events
         self.overflowed = overflowed
+
+    @classmethod
+    def _wire(cls, v: Any) -> TurnResult:
+        """The result as the core builds it (`toolCalls` as the protocol's turn layer names it)."""
+        calls = [
+            ToolCall(c["call"], c["tool"], c["input"], c.get("output"), c.get("error"), c.get("approval"))
+            for c in v["toolCalls"]
+        ]
+        return cls(v["turn"], v["status"], v["output"], calls, v["events"], v["overflowed"])

@@ -14,13 +14,16 @@ use std::time::Duration;
 use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
 use koma_transport::events::{End, Take};
+use koma_transport::raw_json::RawJson;
+use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
     Closing, Completion, Connection, ConnectionOptions, ErrorCode, EventCounters, KomaError, Outcome, Probe,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::convert::{error_object, internal, lift_entry, raise};
+use crate::convert::{error_object, error_of, internal, lift_entry, raise};
 use crate::settings::{process_settings, Settings};
 use crate::wake::{FdWaker, WakeFd};
 
@@ -93,6 +96,7 @@ impl NativeClient {
                 trace: trace || env_trace,
                 label: "koma_sdk".into(),
                 hello_timeout,
+                wording: Wording { naming: Naming::Snake, durations: DurationUnit::Seconds },
                 ..Default::default()
             };
             let conn = Connection::new(options, Box::new(FdWaker(wake.clone())));
@@ -158,11 +162,13 @@ impl NativeClient {
         guarded(py, "closing", || Ok(!matches!(self.conn.close(token), Closing::Wait)))
     }
 
-    /// Everything one wake brought: `(tokens, joined, lifts, others)`. The
-    /// results of `tokens` are the items of `joined`, one JSON array for one
-    /// `json.loads`, whose long strings go back at `lifts`
+    /// Everything one wake brought: `(tokens, joined, lifts, others, news)`.
+    /// The results of `tokens` are the items of `joined`, one JSON array for
+    /// one `json.loads`, whose long strings go back at `lifts`
     /// (`(index, *path, text)`); `others` are `(token, value, failed)`: an
-    /// error, or `None` for a finished `close`.
+    /// error, or `None` for a call done with nothing (`close`, a turn's
+    /// interrupt); `news` are `(key, kind, a, b, c, d)` of turns (see
+    /// `turn_news`).
     fn deliver<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         guarded(py, "delivering results", || {
             // Readiness first: a wake after this point makes it readable again.
@@ -172,26 +178,116 @@ impl NativeClient {
         })
     }
 
-    /// What waits in the event buffer: `(0, batch, lifts, epoch)`,
-    /// `(1, dropped)` (the overflow report), `(2, error or None)` (the end),
-    /// or `None` (nothing now; with `wait`, the next events wake the loop).
+    /// What waits in the client's own stream: `(0, batch, lifts, epoch,
+    /// counting)`, `(1, dropped)` (the overflow report), `(2, error or None)`
+    /// (the end), or `None` (nothing now; with `wait`, the next events wake
+    /// the loop).
     fn take_events<'py>(&self, py: Python<'py>, wait: bool) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        guarded(py, "taking events", || {
-            Ok(Some(match self.conn.take_events(wait) {
-                Take::Batch { json, lifts, epoch, .. } => {
-                    let bytes = PyBytes::new(py, &json);
-                    drop(json);
-                    let mut entries = Vec::with_capacity(lifts.len());
-                    for (i, l) in &lifts {
-                        entries.push(lift_entry(py, batch_data_index(*i) as usize, l)?);
-                    }
-                    (0, bytes, PyList::new(py, entries)?, epoch).into_pyobject(py)?
+        guarded(py, "taking events", || take_tuple(py, self.conn.take_events(wait)))
+    }
+
+    // ---- the turn layer (the core runs each turn; see `koma_transport::turns`)
+
+    /// Start turn `key` (a token): `entry` "turn" or "run", the submit's
+    /// params as JSON, `mode`, the approval option as `(kind, value)` (kind
+    /// "none", "text", "handler" or "other"), a timeout in seconds. What
+    /// happens to it comes through `deliver` as news for `key`.
+    #[pyo3(signature = (key, entry, params, mode, approvals, timeout, refused))]
+    #[allow(clippy::too_many_arguments)]
+    fn open_turn(
+        &self,
+        py: Python<'_>,
+        key: u64,
+        entry: &str,
+        params: Option<&[u8]>,
+        mode: Option<String>,
+        approvals: (String, String),
+        timeout: Option<f64>,
+        refused: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        guarded(py, "starting a turn", || {
+            let mut refusal = refused.map(|e| error_of(&e));
+            let timeout = match duration(timeout) {
+                Ok(t) => t,
+                Err(e) => {
+                    refusal.get_or_insert(e);
+                    None
                 }
-                Take::Overflow { dropped } => (1, dropped).into_pyobject(py)?,
-                Take::Empty => return Ok(None),
-                Take::Ended(End::Finished) => (2, py.None()).into_pyobject(py)?,
-                Take::Ended(End::Failed(e)) => (2, error_object(py, &e)?).into_pyobject(py)?,
-            }))
+            };
+            let params = match params.map(std::str::from_utf8) {
+                None => None,
+                Some(Ok(text)) => Some(text.to_owned()),
+                Some(Err(_)) => {
+                    refusal.get_or_insert(KomaError::new(
+                        ErrorCode::InvalidParams,
+                        format!("{entry}: params are not UTF-8"),
+                    ));
+                    None
+                }
+            };
+            let approvals = match approvals.0.as_str() {
+                "text" => ApprovalOption::Text(approvals.1),
+                "handler" => ApprovalOption::Handler,
+                "other" => ApprovalOption::Other(approvals.1),
+                _ => ApprovalOption::None,
+            };
+            let entry = if entry == "run" { Entry::Run } else { Entry::Turn };
+            let spec = TurnSpec { entry, params, mode, approvals, timeout, stopped: None, refused: refusal };
+            self.conn.open_turn(key, spec).map_err(|e| raise(py, &e))
+        })
+    }
+
+    /// What turn `key`'s stream has for a loop, as `take_events` gives it
+    /// (`None`: nothing now; the turn's `ready` news says when).
+    fn take_turn_events<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        guarded(py, "taking a turn's events", || take_tuple(py, self.conn.take_turn_events(key, true)))
+    }
+
+    /// A loop starts reading turn `key`, or leaves it early.
+    fn read_turn(&self, py: Python<'_>, key: u64, reading: bool) -> PyResult<()> {
+        guarded(py, "reading a turn", || {
+            self.conn.read_turn(key, reading);
+            Ok(())
+        })
+    }
+
+    /// Stop turn `key` (`code` "aborted" or "timeout").
+    fn stop_turn(&self, py: Python<'_>, key: u64, code: &str, message: &str) -> PyResult<()> {
+        guarded(py, "stopping a turn", || {
+            let code = if code == "timeout" { ErrorCode::Timeout } else { ErrorCode::Aborted };
+            self.conn.stop_turn(key, code, message);
+            Ok(())
+        })
+    }
+
+    /// Interrupt turn `key` if it still runs: `True` if done now, else a
+    /// completion for `token` says when.
+    fn interrupt_turn(&self, py: Python<'_>, key: u64, token: u64) -> PyResult<bool> {
+        guarded(py, "interrupting a turn", || Ok(self.conn.interrupt_turn(key, token)))
+    }
+
+    /// What `on_approval` came to for `approval` of turn `key`: `kind` is
+    /// "decision", "other" or "failed", `value` its text.
+    fn answer_approval(&self, py: Python<'_>, key: u64, approval: &str, kind: &str, value: String) -> PyResult<()> {
+        guarded(py, "answering an approval", || {
+            let answer = match kind {
+                "decision" => match Decision::parse(&value) {
+                    Some(d) => Answer::Decision(d),
+                    None => Answer::Other(value),
+                },
+                "failed" => Answer::Failed(value),
+                _ => Answer::Other(value),
+            };
+            self.conn.answer_approval(key, approval, answer);
+            Ok(())
+        })
+    }
+
+    /// The package let go of turn `key`: nothing of it is kept for a loop.
+    fn release_turn(&self, py: Python<'_>, key: u64) -> PyResult<()> {
+        guarded(py, "releasing a turn", || {
+            self.conn.release_turn(key);
+            Ok(())
         })
     }
 
@@ -281,6 +377,7 @@ fn deliver<'py>(py: Python<'py>, completions: Vec<Completion>) -> PyResult<Bound
     let mut joined: Vec<u8> = Vec::new();
     let mut lifts: Vec<Bound<'py, PyTuple>> = Vec::new();
     let mut others: Vec<Bound<'py, PyTuple>> = Vec::new();
+    let mut news: Vec<Bound<'py, PyTuple>> = Vec::new();
     for c in completions {
         match c.outcome {
             Outcome::Result(raw) => {
@@ -296,8 +393,9 @@ fn deliver<'py>(py: Python<'py>, completions: Vec<Completion>) -> PyResult<Bound
                 joined.extend_from_slice(h.to_json().as_bytes());
                 tokens.push(c.token);
             }
-            Outcome::Closed => others.push((c.token, py.None(), false).into_pyobject(py)?),
+            Outcome::Done => others.push((c.token, py.None(), false).into_pyobject(py)?),
             Outcome::Error(e) => others.push((c.token, error_object(py, &e)?, true).into_pyobject(py)?),
+            Outcome::Turn(n) => news.push(turn_news(py, c.token, n)?),
         }
     }
     let joined = if tokens.is_empty() {
@@ -306,7 +404,72 @@ fn deliver<'py>(py: Python<'py>, completions: Vec<Completion>) -> PyResult<Bound
         joined.push(b']');
         PyBytes::new(py, &joined).into_any()
     };
-    (tokens, joined, PyList::new(py, lifts)?, PyList::new(py, others)?).into_pyobject(py)
+    (tokens, joined, PyList::new(py, lifts)?, PyList::new(py, others)?, PyList::new(py, news)?).into_pyobject(py)
+}
+
+/// A turn's news as `(key, kind, a, b, c, d)`: `("id", id)`, `("approval",
+/// approval, json, lifts)`, `("ready",)`, `("ended", json, lifts, error or
+/// None, cause, approval)` with `cause` "handler", "stop" or None. A JSON
+/// value is one array of one item (its lifts say `(0, *path, text)`).
+fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'py, PyTuple>> {
+    let none = || py.None().into_bound(py);
+    let (kind, a, b, c, d) = match news {
+        TurnNews::Id(id) => ("id", id.into_pyobject(py)?.into_any(), none(), none(), none()),
+        TurnNews::Approval { approval, data } => {
+            let (json, lifts) = one_value(py, &data)?;
+            ("approval", approval.into_pyobject(py)?.into_any(), json, lifts, none())
+        }
+        TurnNews::Ready => ("ready", none(), none(), none(), none()),
+        TurnNews::Ended { result, error } => {
+            let (json, lifts) = one_value(py, &result)?;
+            let (error, cause) = match error {
+                None => (none(), (none(), none())),
+                Some(e) => {
+                    let cause = match e.cause {
+                        Cause::Handler(a) => ("handler".into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()),
+                        Cause::Stop => ("stop".into_pyobject(py)?.into_any(), none()),
+                        Cause::Client => (none(), none()),
+                    };
+                    (error_object(py, &e.error)?, cause)
+                }
+            };
+            let ended = (key, "ended", json, lifts, error, cause.0, cause.1);
+            return ended.into_pyobject(py);
+        }
+    };
+    (key, kind, a, b, c, d).into_pyobject(py)
+}
+
+/// A JSON value as `([value] as JSON bytes, lift entries)`.
+fn one_value<'py>(py: Python<'py>, raw: &RawJson) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let mut json = Vec::with_capacity(raw.text().len() + 2);
+    json.push(b'[');
+    json.extend_from_slice(raw.text());
+    json.push(b']');
+    let mut lifts = Vec::with_capacity(raw.lifts.len());
+    for l in &raw.lifts {
+        lifts.push(lift_entry(py, 0, l)?);
+    }
+    Ok((PyBytes::new(py, &json).into_any(), PyList::new(py, lifts)?.into_any()))
+}
+
+/// A stream's take as the package reads it (see `take_events`).
+fn take_tuple(py: Python<'_>, taken: Take) -> PyResult<Option<Bound<'_, PyTuple>>> {
+    Ok(Some(match taken {
+        Take::Batch { json, lifts, epoch, counting, .. } => {
+            let bytes = PyBytes::new(py, &json);
+            drop(json);
+            let mut entries = Vec::with_capacity(lifts.len());
+            for (i, l) in &lifts {
+                entries.push(lift_entry(py, batch_data_index(*i) as usize, l)?);
+            }
+            (0, bytes, PyList::new(py, entries)?, epoch, counting as u32).into_pyobject(py)?
+        }
+        Take::Overflow { dropped } => (1, dropped).into_pyobject(py)?,
+        Take::Empty => return Ok(None),
+        Take::Ended(End::Finished) => (2, py.None()).into_pyobject(py)?,
+        Take::Ended(End::Failed(e)) => (2, error_object(py, &e)?).into_pyobject(py)?,
+    }))
 }
 
 impl Drop for NativeClient {

@@ -29,6 +29,28 @@ pub fn error_object<'py>(py: Python<'py>, e: &KomaError) -> PyResult<Bound<'py, 
     factory.bind(py).call1((e.code.as_str(), e.message.as_str(), remote))
 }
 
+/// The core's error for a `KomaError` the package made (its `code` and `message`).
+pub fn error_of(e: &Bound<'_, PyAny>) -> KomaError {
+    let text = |name: &str| e.getattr(name).and_then(|v| v.extract::<String>()).unwrap_or_default();
+    let code = match text("code").as_str() {
+        "remote" => ErrorCode::Remote,
+        "delivery_unknown" => ErrorCode::DeliveryUnknown,
+        "transport_failure" => ErrorCode::TransportFailure,
+        "spawn_failed" => ErrorCode::SpawnFailed,
+        "protocol_error" => ErrorCode::ProtocolError,
+        "protocol_mismatch" => ErrorCode::ProtocolMismatch,
+        "frame_too_large" => ErrorCode::FrameTooLarge,
+        "too_many_pending" => ErrorCode::TooManyPending,
+        "lifecycle" => ErrorCode::Lifecycle,
+        "unsupported" => ErrorCode::Unsupported,
+        "closed" => ErrorCode::Closed,
+        "aborted" => ErrorCode::Aborted,
+        "timeout" => ErrorCode::Timeout,
+        _ => ErrorCode::InvalidParams,
+    };
+    KomaError::new(code, text("message"))
+}
+
 /// `e` raised as the package's `KomaError`.
 pub fn raise(py: Python<'_>, e: &KomaError) -> PyErr {
     match error_object(py, e) {

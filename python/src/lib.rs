@@ -1,6 +1,7 @@
 //! `koma_sdk._native`: the Python binding of the `koma-transport` core. It
-//! only converts; the protocol lives in the core, and the ergonomic layer
-//! (coroutines, the event queue, turns) is Python (`python/koma_sdk`).
+//! only converts; the protocol and the turn layer live in the core, and
+//! Python's idioms (coroutines, iterators, calling `on_approval`) in the
+//! package (`python/koma_sdk`).
 //!
 //! - `client.rs`: `NativeClient`, one connection driven from the event loop;
 //! - `wake.rs`: the descriptor the core's waker writes to (no GIL taken);
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SLOT_TAKEN", EventCounters::TAKEN)?;
     m.add("SLOT_BATCH_EPOCH", EventCounters::BATCH_EPOCH)?;
     m.add("SLOT_TAKEN_BYTES", EventCounters::TAKEN_BYTES)?;
+    m.add("SLOT_BATCH_COUNTING", EventCounters::BATCH_COUNTING)?;
     m.add("BATCH_STRIDE", BATCH_STRIDE)?;
     Ok(())
 }

@@ -27,6 +27,15 @@ async def drain(turn: Any) -> list[Any]:
     return [item async for item in turn]
 
 
+async def drain_until_raised(turn: Any) -> tuple[list[Any], KomaError]:
+    """A loop over a Turn whose result fails: the items it got, and what it raised."""
+    items: list[Any] = []
+    with pytest.raises(KomaError) as info:
+        async for item in turn:
+            items.append(item)
+    return items, info.value
+
+
 async def test_run_a_plain_turn_in_one_call(sim_client: MakeClient) -> None:
     c = sim_client()
     await c.create()
@@ -123,14 +132,15 @@ async def test_a_handler_that_raises_denies_and_the_result_raises_after_turn_fin
         raise boom
 
     turn = c.turn("write notes.txt", on_approval=decide)  # type: ignore[arg-type]
-    items = await drain(turn)
-    assert kinds(items)[-1] == "turn_finished", "the turn ran to its end"
+    items, raised = await drain_until_raised(turn)
+    assert kinds(items)[-1] == "turn_finished", "the loop raises after the turn ran to its end"
     denied = next(i for i in items if is_event(i, "tool_result"))
     assert denied.data["error"] is True, "the approval was denied"
     # Every error the package raises is a KomaError (part D); the handler's
     # own error is its cause.
     with pytest.raises(KomaError) as info:
         await turn.result()
+    assert info.value is raised, "the loop raises what the result raises"
     assert info.value.code == "invalid_params"
     assert info.value.__cause__ is boom
     assert "the prompt crashed" in str(info.value)
@@ -180,10 +190,12 @@ async def test_a_timeout_interrupts_the_agent_and_the_result_raises_after_turn_f
     c = sim_client()
     await c.create()
     turn = c.turn("fix notes.txt", timeout=0.05)  # waits on an approval nobody answers
-    seen = await drain(turn)
+    seen, raised = await drain_until_raised(turn)
     with pytest.raises(KomaError) as info:
         await turn.result()
+    assert info.value is raised, "a loop tells a timeout from a normal end: it raises"
     assert info.value.code == "timeout"
+    assert "0.05 s" in info.value.message, "seconds, as the option was given"
     fin = next(i for i in seen if is_event(i, "turn_finished"))
     assert fin.data["status"] == "interrupted", "turn_finished came first"
     st = await c.state()

@@ -20,6 +20,7 @@ else:
 
 import koma_sdk.sim
 from koma_sdk import (
+    Decision,
     ApprovalRequestedData,
     Client,
     EventItem,
@@ -86,11 +87,11 @@ def show_error(e: KomaError) -> str:
     return f"{e.code}{where}: {e}"
 
 
-async def policy(request: ApprovalRequestedData) -> str:
+async def policy(request: ApprovalRequestedData) -> Decision:
     return "allow" if request["tool"] == "write_file" else "deny"
 
 
-def sync_policy(request: ApprovalRequestedData) -> str:
+def sync_policy(request: ApprovalRequestedData) -> Decision:
     return "deny" if request["input"] is None else "allow"
 
 

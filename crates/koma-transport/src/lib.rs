@@ -13,6 +13,7 @@
 //! - [`stderr`]: the ring that keeps the newest 64 KiB of stderr;
 //! - [`child`]: launching `koma sdk serve` (one spawner thread) and watching the process (pidfds);
 //! - [`limits`]: the protocol's version and bounds;
+//! - [`turns`]: the turn layer: which consumer each event belongs to, what a turn collected and how it ended;
 //! - [`connection`]: the actors that tie these together (supervisor, reader, writer, stderr drain).
 //!
 //! The host calls [`Connection`] from its own thread; completions are
@@ -32,10 +33,13 @@ pub mod limits;
 pub mod params;
 pub mod pending;
 pub mod quote;
+pub mod raw_json;
 pub mod runtime;
 pub mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod turns;
+pub mod wording;
 
 pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};
 pub use error::{ErrorCode, KomaError, RemoteError};

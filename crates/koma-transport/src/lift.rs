@@ -70,7 +70,7 @@ pub struct Lifted {
 }
 
 /// A lifted string that owns its characters, ready for the host.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Chars {
     /// One byte per character: `bytes[range]` (shared with the line it was
     /// cut from when that line is owned, so a large string is never copied).
@@ -91,7 +91,7 @@ impl Chars {
     }
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiftedString {
     pub path: Vec<Step>,
     pub chars: Chars,

@@ -51,7 +51,7 @@ fn close_while_spawning_stops_the_child_before_it_resolves(mode: SpawnMode) {
         c.conn.request(t, "state", None, None).unwrap();
         let ct = c.conn.token();
         assert_eq!(c.conn.close(ct), Closing::Wait);
-        assert!(matches!(c.outcome(ct), Outcome::Closed));
+        assert!(matches!(c.outcome(ct), Outcome::Done));
         assert!(matches!(c.outcome(t), Outcome::Error(e) if e.code == ErrorCode::Closed));
         assert!(c.conn.is_closed());
     }

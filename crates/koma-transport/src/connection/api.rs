@@ -16,16 +16,15 @@ use super::link::Link;
 use super::options::ConnectionOptions;
 use super::phase::{closed_error, Phase};
 use super::signals::Stop;
-use super::state::{Queued, Scope, Shared};
+use super::state::{Scope, Shared};
 use super::supervise;
-use super::timers::expire_after;
+use super::timers::{expire_after, expire_turn_after};
 use super::waker::Waker;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{End, Take};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
-use crate::limits::MAX_FRAME_BYTES;
-use crate::params;
+use crate::turns::{Answer, TurnSpec};
 
 /// One client's connection. Cheap to clone.
 #[derive(Clone)]
@@ -76,15 +75,14 @@ impl Connection {
             return Err(e);
         }
         let mut s = self.link.lock();
-        if let Some(e) = s.phase.refusal() {
-            return Err(e);
-        }
-        let line = request_line(token, method, params_json)?;
         if s.phase.awaits_hello() {
-            s.calls.before_hello.push(Queued { token, method: method.to_owned(), line });
             self.start(&mut s);
-        } else {
-            self.link.admit(&mut s, token, method, line)?;
+        }
+        self.link.send(&mut s, token, method, params_json)?;
+        if method == "approve" {
+            if let Some(params) = params_json {
+                s.turns.approved_by_application(params);
+            }
         }
         if let Some(d) = timeout {
             expire_after(&self.link, &mut s, token, d);
@@ -130,6 +128,8 @@ impl Connection {
             return Vec::new();
         }
         let mut s = self.link.lock();
+        s.turns.decide_unread();
+        self.link.run_turns(&mut s);
         s.outbox.wake_scheduled = false;
         let completions = std::mem::take(&mut s.outbox.completions);
         drop(s);
@@ -148,8 +148,8 @@ impl Connection {
         let (count, bytes) = self.link.counters.taken();
         s.stream.events.settle(count, bytes);
         let t = s.stream.events.take();
-        if let Take::Batch { epoch, .. } = &t {
-            self.link.counters.set_batch_epoch(*epoch);
+        if let Take::Batch { epoch, counting, .. } = &t {
+            self.link.counters.set_batch(*epoch, *counting);
         }
         s.stream.wanted = wait && t == Take::Empty;
         t
@@ -271,6 +271,108 @@ impl Connection {
         Closing::Wait
     }
 
+    // ---- the turn layer (see `crate::turns`)
+
+    /// Start a turn as call `key` (a token): its submit is written (or it
+    /// ends at once: its options are refused, or it was stopped already).
+    /// Everything about it comes as completions for `key` (`TurnNews`),
+    /// the last being `Ended`. After a fork it is refused here.
+    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), KomaError> {
+        if let Some(e) = self.link.foreign() {
+            return Err(e);
+        }
+        let mut s = self.link.lock();
+        let timeout = spec.timeout;
+        s.turns.open(key, spec);
+        if s.turns.has_sends() && s.phase.awaits_hello() {
+            self.start(&mut s);
+        }
+        if let Some(d) = timeout {
+            expire_turn_after(&self.link, &mut s, key, d);
+        }
+        self.link.wake_if_needed(s);
+        Ok(())
+    }
+
+    /// What turn `key`'s stream has for its loop (see [`EventCounters`]
+    /// for counting the events of a batch). `wait`: if nothing, a
+    /// `TurnNews::Ready` comes when something does. A turn that is over, or
+    /// unknown, gives `Ended` once its stream is empty: the loop then ends
+    /// as the turn's result does.
+    pub fn take_turn_events(&self, key: u64, wait: bool) -> Take {
+        if let Some(e) = self.link.foreign() {
+            return Take::Ended(End::Failed(e));
+        }
+        let mut s = self.link.lock();
+        let (count, bytes) = self.link.counters.taken();
+        s.stream.events.settle(count, bytes);
+        let epoch = s.stream.events.epoch();
+        let t = s.turns.take(key, epoch, wait);
+        if let Take::Batch { epoch, counting, .. } = &t {
+            self.link.counters.set_batch(*epoch, *counting);
+        }
+        t
+    }
+
+    /// A loop starts reading turn `key` (`true`), or leaves it before its
+    /// end (`false`): the turn is then interrupted if it still runs, and
+    /// what the loop left stops counting and stays for a later loop.
+    pub fn read_turn(&self, key: u64, reading: bool) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        let mut s = self.link.lock();
+        let Shared { turns, stream, .. } = &mut *s;
+        turns.read(&mut stream.events, key, reading);
+        self.link.wake_if_needed(s);
+    }
+
+    /// Stop turn `key` (the host aborted it): the agent is interrupted, and
+    /// the result fails with `code` (and `message`) once the turn finished.
+    pub fn stop_turn(&self, key: u64, code: ErrorCode, message: impl Into<String>) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        let mut s = self.link.lock();
+        s.turns.stop(key, code, message.into());
+        self.link.wake_if_needed(s);
+    }
+
+    /// Interrupt turn `key` if it still runs, as call `token`: true if there
+    /// is nothing to do (done now), else an `Outcome::Done` for `token`
+    /// comes once the interrupt is answered.
+    pub fn interrupt_turn(&self, key: u64, token: u64) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
+        let mut s = self.link.lock();
+        let done = s.turns.interrupt(key, token);
+        self.link.wake_if_needed(s);
+        done
+    }
+
+    /// What the host's approval function came to for `approval` of turn `key`.
+    pub fn answer_approval(&self, key: u64, approval: &str, answer: Answer) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        let mut s = self.link.lock();
+        s.turns.answer(key, approval, answer);
+        self.link.wake_if_needed(s);
+    }
+
+    /// The host let go of turn `key` (its object is gone): nothing of it is
+    /// kept for a loop any more.
+    pub fn release_turn(&self, key: u64) {
+        if self.link.foreign().is_some() {
+            return;
+        }
+        let mut s = self.link.lock();
+        let Shared { turns, stream, .. } = &mut *s;
+        turns.release(&mut stream.events, key);
+        self.link.wake_if_needed(s);
+    }
+
     /// Start the child (the first call): the supervisor task does it.
     fn start(&self, s: &mut Shared) {
         if s.phase != Phase::NotStarted {
@@ -279,31 +381,6 @@ impl Connection {
         s.phase = Phase::Starting;
         supervise::start(self.link.clone());
     }
-}
-
-/// `{"id":"N","method":M,"params":P}\n`, with `params` checked (`frame_too_large` over 40 MiB).
-fn request_line(token: u64, method: &str, params_json: Option<&str>) -> Result<Vec<u8>, KomaError> {
-    let params = params::check(method, params_json)?;
-    let method_json = serde_json::to_string(method).expect("string");
-    let mut line = Vec::with_capacity(params.len() + method_json.len() + 40);
-    line.extend_from_slice(b"{\"id\":\"");
-    line.extend_from_slice(itoa::Buffer::new().format(token).as_bytes());
-    line.extend_from_slice(b"\",\"method\":");
-    line.extend_from_slice(method_json.as_bytes());
-    line.extend_from_slice(b",\"params\":");
-    line.extend_from_slice(params.as_bytes());
-    line.push(b'}');
-    if line.len() > MAX_FRAME_BYTES {
-        return Err(KomaError::new(
-            ErrorCode::FrameTooLarge,
-            format!(
-                "the `{method}` request would be {} bytes, over the 40 MiB frame bound ({MAX_FRAME_BYTES}); nothing was written",
-                line.len()
-            ),
-        ));
-    }
-    line.push(b'\n');
-    Ok(line)
 }
 
 #[cfg(test)]

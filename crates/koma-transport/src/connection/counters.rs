@@ -13,14 +13,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The counts wrap at 2^32; the core only ever subtracts one reading of a
 /// count from a later one, so a wrap is harmless.
 ///
-/// How a host takes events: `Connection::take_events` lends it
-/// a batch and writes the batch's epoch into `BATCH_EPOCH`. The host then
-/// hands the batch's events to the application one by one; for each event it
-/// first checks that `EPOCH` still equals the batch's epoch (an overflow
-/// revokes what was lent, and its events must be dropped), then adds 1 to
+/// How a host takes events: `Connection::take_events` (or
+/// `take_turn_events`) lends it a batch and writes the batch's epoch into
+/// `BATCH_EPOCH` and how its events count into `BATCH_COUNTING` (see
+/// [`crate::events::Counting`]). The host then hands the batch's events to
+/// the application one by one. For an event of a counted batch it first
+/// checks that `EPOCH` still equals the batch's epoch: if so, it adds 1 to
 /// `TAKEN` and the event's frame size (the fourth entry of the event in its
-/// batch: see `BATCH_STRIDE`) to `TAKEN_BYTES`. Those events
-/// then stop counting against the bound of A.12.
+/// batch: see `BATCH_STRIDE`) to `TAKEN_BYTES`, and the event stops counting
+/// against the bound; if not, an overflow came since, and the event is
+/// dropped (`Revocable`) or handed over uncounted (`Kept`). A loop that
+/// leaves a counted batch before its end counts the rest as taken (they stay
+/// with it, uncounted).
 #[repr(C)]
 #[derive(Default)]
 pub struct EventCounters {
@@ -39,14 +43,19 @@ impl EventCounters {
     pub const BATCH_EPOCH: usize = 2;
     /// The running count of the frame bytes of the events taken: written by the host.
     pub const TAKEN_BYTES: usize = 3;
+    /// How the events of the batch last lent count (the number of a
+    /// [`crate::events::Counting`]): written by the core when it lends one,
+    /// on the host's thread.
+    pub const BATCH_COUNTING: usize = 4;
     /// How many slots there are.
-    pub const SLOTS: usize = 4;
+    pub const SLOTS: usize = 5;
     /// The index of each slot, by name.
-    pub const LAYOUT: [(&'static str, usize); 4] = [
+    pub const LAYOUT: [(&'static str, usize); 5] = [
         ("EPOCH", Self::EPOCH),
         ("TAKEN", Self::TAKEN),
         ("BATCH_EPOCH", Self::BATCH_EPOCH),
         ("TAKEN_BYTES", Self::TAKEN_BYTES),
+        ("BATCH_COUNTING", Self::BATCH_COUNTING),
     ];
 
     pub fn as_ptr(&self) -> *mut u32 {
@@ -73,7 +82,9 @@ impl EventCounters {
         self.slots[Self::EPOCH].store(epoch, Ordering::Release);
     }
 
-    pub fn set_batch_epoch(&self, epoch: u32) {
+    /// A batch was lent: its epoch and how its events count.
+    pub fn set_batch(&self, epoch: u32, counting: crate::events::Counting) {
         self.slots[Self::BATCH_EPOCH].store(epoch, Ordering::Relaxed);
+        self.slots[Self::BATCH_COUNTING].store(counting as u32, Ordering::Relaxed);
     }
 }

@@ -8,17 +8,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::census::Alive;
-use super::completion::Outcome;
+use super::completion::{Completion, Outcome};
 use super::counters::EventCounters;
 use super::options::ConnectionOptions;
 use super::phase::Phase;
+use super::request_line::request_line;
 use super::signals::{Signals, Stop};
-use super::state::{Scope, Shared};
+use super::state::{Queued, Scope, Shared};
 use super::trace::Trace;
 use super::waker::Waker;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::End;
 use crate::runtime;
+use crate::turns::TurnNews;
 
 pub(super) struct Link {
     shared: Mutex<Shared>,
@@ -40,7 +42,7 @@ pub(super) struct Link {
 impl Link {
     pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
         Link {
-            shared: Mutex::new(Shared::new()),
+            shared: Mutex::new(Shared::new(options.wording)),
             waker,
             trace: Trace::new(&options),
             options,
@@ -74,6 +76,50 @@ impl Link {
     /// A new call's token (unique for the life of the connection: it is the request's wire id).
     pub fn new_token(&self) -> u64 {
         self.next_token.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Send a request: refused at once (nothing written) if the phase or its
+    /// params refuse it, queued until hello if hello has not come (the
+    /// caller starts the child), else checked against hello and written.
+    pub fn send(&self, s: &mut Shared, token: u64, method: &str, params_json: Option<&str>) -> Result<(), KomaError> {
+        if let Some(e) = s.phase.refusal() {
+            return Err(e);
+        }
+        let line = request_line(token, method, params_json)?;
+        if s.phase.awaits_hello() {
+            s.calls.before_hello.push(Queued { token, method: method.to_owned(), line });
+            Ok(())
+        } else {
+            self.admit(s, token, method, line)
+        }
+    }
+
+    /// Carry out what the turn layer decided: write its requests (a local
+    /// refusal goes back to it as the answer), and hand its news and the
+    /// calls it finished to the host.
+    pub fn run_turns(&self, s: &mut Shared) {
+        loop {
+            let fx = s.turns.take_effects();
+            if fx.is_empty() {
+                return;
+            }
+            for send in fx.sends {
+                let token = self.new_token();
+                s.turns.sent(token, send.key, send.what);
+                if let Err(e) = self.send(s, token, send.method, send.params.as_deref()) {
+                    s.turns.answered(&mut s.stream.events, token, Err(e));
+                }
+            }
+            for (key, news) in fx.news {
+                if matches!(news, TurnNews::Ended { .. }) {
+                    s.calls.timers.remove(&key); // the turn's deadline, cancelled as it drops
+                }
+                s.outbox.completions.push(Completion { token: key, outcome: Outcome::Turn(news) });
+            }
+            for token in fx.done {
+                s.outbox.completions.push(Completion { token, outcome: Outcome::Done });
+            }
+        }
     }
 
     /// Check and write one request once hello is known.
@@ -130,6 +176,8 @@ impl Link {
         };
         s.settle_calls(Scope::All, unknown, &err);
         s.session.detach_token = None;
+        let Shared { turns, stream, .. } = &mut *s;
+        turns.end_all(&mut stream.events, &err);
         s.stream.events.end(End::Failed(err));
         self.wake_if_needed(s);
         self.signals.request_stop(Stop::Now);
@@ -144,17 +192,21 @@ impl Link {
     /// Settle everything once close has stopped the child and let go of
     /// every resource.
     pub fn finish_close(&self, s: &mut Shared) {
-        s.wind_up("the client was closed before its answer");
+        s.wind_up("the client was closed before its answer", "the client was closed before the turn finished");
         s.phase = Phase::Closed;
         for t in std::mem::take(&mut s.calls.close_waiters) {
-            s.complete(t, Outcome::Closed);
+            s.complete(t, Outcome::Done);
         }
         s.calls.timers.clear(); // cancelled as they drop
     }
 
-    /// After a lock section that may have queued completions or events.
+    /// After a lock section that may have queued completions or events, or
+    /// given the turn layer something to do.
     pub fn wake_if_needed(&self, mut s: MutexGuard<'_, Shared>) {
-        let ready = !s.outbox.completions.is_empty() || (s.stream.wanted && s.stream.events.is_ready());
+        self.run_turns(&mut s);
+        let ready = !s.outbox.completions.is_empty()
+            || (s.stream.wanted && s.stream.events.main.is_ready())
+            || s.turns.needs_host();
         if ready && !s.outbox.wake_scheduled {
             s.outbox.wake_scheduled = true;
             drop(s);
@@ -172,7 +224,7 @@ impl Drop for Link {
             // The mutex is not taken (`get_mut` only borrows), and what it
             // guards is leaked, as are the tasks' signals.
             let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner());
-            std::mem::forget(std::mem::replace(shared, Shared::new()));
+            std::mem::forget(std::mem::replace(shared, Shared::new(self.options.wording)));
             std::mem::forget(std::mem::replace(&mut self.signals, Signals::new()));
         }
     }

@@ -31,6 +31,7 @@ mod link;
 mod options;
 mod phase;
 mod reader;
+mod request_line;
 mod route;
 mod signals;
 mod state;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::child::LaunchOptions;
+use crate::wording::Wording;
 
 #[derive(Clone, Debug, Default)]
 pub struct ConnectionOptions {
@@ -15,6 +16,8 @@ pub struct ConnectionOptions {
     /// How long a started child has to send hello before the client fails
     /// (`None`: no bound).
     pub hello_timeout: Option<Duration>,
+    /// How the host's users spell option names and durations, for messages.
+    pub wording: Wording,
     /// Faults to inject, for tests.
     #[cfg(feature = "testing")]
     pub faults: Faults,

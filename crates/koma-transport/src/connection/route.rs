@@ -1,6 +1,7 @@
 //! Routing: each line of stdout classified as a frame of part B (with its
 //! long strings lifted out), then applied: hello checked, responses matched
-//! to pending requests by id, events sequence-checked and buffered.
+//! to pending requests by id, events sequence-checked and handed to the turn
+//! layer, which routes each to its consumer's stream.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
 use crate::lift::{lift, LiftedString, Source, Step, LIFT_MIN_BYTES};
+use crate::turns::Event;
 
 /// Entries per event in a batch: the core's batch format, which any host
 /// reads. A batch (`Take::Batch::json`) is one flat JSON array of
@@ -236,10 +238,18 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
                     let counters = &link.counters;
                     let (count, bytes) = counters.taken();
                     s.stream.events.settle(count, bytes);
-                    let len = e.data_json().len() + e.name.len() + 24;
+                    let epoch = s.stream.events.epoch();
                     let lifts = std::mem::take(&mut e.lifts);
-                    if s.stream.events.push(e.frame_bytes(), len, lifts, |out| e.write(seq, out)) {
-                        counters.set_epoch(s.stream.events.epoch());
+                    let Shared { turns, stream, .. } = &mut *s;
+                    if turns.routes_nothing() {
+                        let len = e.data_json().len() + e.name.len() + 24;
+                        turns.push_main(&mut stream.events, e.frame_bytes(), len, lifts, |out| e.write(seq, out));
+                    } else {
+                        let routed = Event::new(seq, e.name, e.frame_bytes(), e.data_json(), lifts);
+                        turns.deliver(&mut stream.events, routed);
+                    }
+                    if stream.events.epoch() != epoch {
+                        counters.set_epoch(stream.events.epoch());
                     }
                 }
             }

@@ -14,6 +14,8 @@ use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::pending::PendingTable;
 use crate::stderr::StderrRing;
+use crate::turns::Turns;
+use crate::wording::Wording;
 
 pub(super) struct Shared {
     pub phase: Phase,
@@ -24,6 +26,8 @@ pub(super) struct Shared {
     pub stdin: Stdin,
     pub stderr: StderrRing,
     pub child: ChildSlot,
+    /// The turn layer: which consumer each event belongs to, the turns' state.
+    pub turns: Turns,
 }
 
 /// The calls the host is waiting on, by token.
@@ -93,7 +97,7 @@ pub(super) enum Scope {
 }
 
 impl Shared {
-    pub fn new() -> Self {
+    pub fn new(wording: Wording) -> Self {
         Shared {
             phase: Phase::NotStarted,
             calls: Calls::default(),
@@ -109,14 +113,28 @@ impl Shared {
             stdin: Stdin::default(),
             stderr: StderrRing::default(),
             child: ChildSlot::default(),
+            turns: Turns::new(wording),
         }
     }
 
-    /// Hand a call's outcome to the host (and cancel its deadline).
+    /// Hand a call's outcome to the host (and cancel its deadline), or to
+    /// the turn layer if the call is one of its requests.
     pub fn complete(&mut self, token: u64, outcome: Outcome) {
         self.calls.timers.remove(&token); // cancelled as it drops
         if self.session.close_detach == Some(token) {
             return; // close()'s own detach: nobody called it
+        }
+        if self.turns.owns(token) {
+            let answer = match &outcome {
+                Outcome::Result(raw) => Ok(raw.text()),
+                Outcome::Error(e) => Err(e.clone()),
+                _ => Err(KomaError::new(
+                    ErrorCode::TransportFailure,
+                    "an internal error: a turn's request got no answer",
+                )),
+            };
+            self.turns.answered(&mut self.stream.events, token, answer);
+            return;
         }
         self.outbox.completions.push(Completion { token, outcome });
     }
@@ -170,11 +188,13 @@ impl Shared {
 
     /// The session is over without a failure (closed, or detached): settle
     /// every call still waiting (a request written gets `delivery_unknown`:
-    /// "written, then `ended`"), hand the detach its answer, end the events.
-    pub fn wind_up(&mut self, ended: &str) {
+    /// "written, then `ended`"), hand the detach its answer, end every open
+    /// turn (`closed`, saying `turns_ended`) and the events.
+    pub fn wind_up(&mut self, ended: &str, turns_ended: &str) {
         let unknown = |m: &str| KomaError::new(ErrorCode::DeliveryUnknown, format!("`{m}` was written, then {ended}"));
         self.settle_calls(Scope::All, unknown, &closed_error());
         self.complete_detach();
+        self.turns.end_all(&mut self.stream.events, &KomaError::new(ErrorCode::Closed, turns_ended));
         self.stream.events.end(End::Finished);
     }
 

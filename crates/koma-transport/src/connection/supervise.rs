@@ -269,7 +269,10 @@ async fn stdout_ended(link: &Link, end: ReadEnd) {
             return;
         }
         s.phase = Phase::Ended;
-        s.wind_up("koma's stdout ended after detach without its answer");
+        s.wind_up(
+            "koma's stdout ended after detach without its answer",
+            "the session was detached before the turn finished",
+        );
         link.wake_if_needed(s);
         return;
     }

@@ -23,6 +23,28 @@ pub(super) fn expire_after(link: &Arc<Link>, s: &mut Shared, token: u64, after: 
     s.calls.timers.insert(token, Deadline::new(task.abort_handle()));
 }
 
+/// Give turn `key` its deadline: past it, the turn is stopped with
+/// `timeout` (the agent is interrupted; the result fails once it finished).
+pub(super) fn expire_turn_after(link: &Arc<Link>, s: &mut Shared, key: u64, after: Duration) {
+    let weak = Arc::downgrade(link);
+    let task = runtime().spawn(async move {
+        tokio::time::sleep(after).await;
+        let Some(link) = weak.upgrade() else { return };
+        let mut s = link.lock();
+        if let Some(d) = s.calls.timers.remove(&key) {
+            d.fired();
+        }
+        let within = link.options.wording.duration(after);
+        s.turns.stop(
+            key,
+            ErrorCode::Timeout,
+            format!("the turn did not finish within {within}; the agent was interrupted"),
+        );
+        link.wake_if_needed(s);
+    });
+    s.calls.timers.insert(key, Deadline::new(task.abort_handle()));
+}
+
 /// The deadline of `token` has passed: the call fails with `timeout`, unless
 /// it settled meanwhile (or the connection is gone).
 fn expire(link: Weak<Link>, token: u64, after: Duration) {
@@ -32,8 +54,8 @@ fn expire(link: Weak<Link>, token: u64, after: Duration) {
         d.fired(); // this task is ending: nothing to cancel
     }
     if let Some(method) = s.forget(token) {
-        let e =
-            KomaError::new(ErrorCode::Timeout, format!("`{method}` was not answered within {} ms", after.as_millis()));
+        let within = link.options.wording.duration(after);
+        let e = KomaError::new(ErrorCode::Timeout, format!("`{method}` was not answered within {within}"));
         s.complete(token, Outcome::Error(e));
         link.wake_if_needed(s);
     }

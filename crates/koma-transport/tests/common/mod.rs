@@ -157,7 +157,7 @@ impl Client {
     pub fn close(&mut self) {
         let t = self.conn.token();
         if self.conn.close(t) == Closing::Wait {
-            assert!(matches!(self.outcome(t), Outcome::Closed));
+            assert!(matches!(self.outcome(t), Outcome::Done));
         }
     }
 

@@ -24,8 +24,9 @@ impl Got {
         match o {
             Outcome::Result(raw) => Got::Result(serde_json::from_slice::<serde_json::Value>(raw.text()).is_ok()),
             Outcome::Hello(_) => Got::Hello,
-            Outcome::Closed => Got::Closed,
+            Outcome::Done => Got::Closed,
             Outcome::Error(e) => Got::Err(e.code, e.message.chars().take(300).collect()),
+            Outcome::Turn(n) => panic!("these cases open no turn, yet news came: {n:?}"),
         }
     }
     pub fn label(&self) -> String {

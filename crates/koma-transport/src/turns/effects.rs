@@ -1,0 +1,38 @@
+//! What the turn layer asks of the connection after each step: requests to
+//! write, news for the host, and host calls that are done.
+
+use super::news::TurnNews;
+
+/// Which request of a turn's a token stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What {
+    /// `submit` or `interrupt_and_submit`: its answer names the turn.
+    Submit,
+    Interrupt,
+    Approve,
+}
+
+/// A request the turn layer writes for turn `key`.
+#[derive(Debug)]
+pub struct Send {
+    pub key: u64,
+    pub what: What,
+    pub method: &'static str,
+    /// The params as JSON text.
+    pub params: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub sends: Vec<Send>,
+    /// News for the host, by turn key.
+    pub news: Vec<(u64, TurnNews)>,
+    /// Host calls (a turn's interrupt) that are done, by their token.
+    pub done: Vec<u64>,
+}
+
+impl Effects {
+    pub fn is_empty(&self) -> bool {
+        self.sends.is_empty() && self.news.is_empty() && self.done.is_empty()
+    }
+}

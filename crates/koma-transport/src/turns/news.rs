@@ -1,0 +1,52 @@
+//! What the turn layer tells the host about one of its turns. Each comes as
+//! a completion for the turn's key (`Outcome::Turn`), in the order it
+//! happened.
+
+use crate::raw_json::RawJson;
+use crate::error::KomaError;
+
+#[derive(Debug)]
+pub enum TurnNews {
+    /// The submit was answered: the turn's id.
+    Id(String),
+    /// An approval for the host's function (the turn's approval option is a
+    /// function): `data` is the `approval_requested` event's data. Answer it
+    /// with `Connection::answer_approval`; an answer that comes after the
+    /// turn is over (see `Ended`) is ignored.
+    Approval { approval: String, data: RawJson },
+    /// The turn's reader waited (`take_turn_events` found nothing) and
+    /// something is ready now.
+    Ready,
+    /// The turn is over: nothing more comes for it, and its approvals can no
+    /// longer be answered (a host stops whatever still computes one).
+    /// `result` is what it collected, as JSON: `{turn, status, output,
+    /// toolCalls, events, overflowed}`, with `turn` null when it never got
+    /// an id, `status` what `turn_finished` said (as it said it) or
+    /// `"unknown"` when none came, and each tool call `{call, tool, input}`
+    /// plus `output`, `error` and `approval` once known. `error`, when
+    /// present, is why the result fails (it carries `result` as what the
+    /// turn got so far). A turn that ends with no `Id` before never got one,
+    /// and `error` is why: its id fails with it too. A loop over the turn
+    /// ends the way this does: after its events, normally or with `error`.
+    Ended { result: RawJson, error: Option<TurnError> },
+}
+
+/// Why a turn's result fails.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnError {
+    pub error: KomaError,
+    pub cause: Cause,
+}
+
+/// What the error comes from, for a host that keeps the original as its
+/// cause (what the approval function threw, what stopped the turn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// The client, the submit, or the options.
+    Client,
+    /// The approval function failed, or gave something other than a
+    /// decision, for this approval.
+    Handler(String),
+    /// The host stopped the turn (`Connection::stop_turn`, or the timeout).
+    Stop,
+}

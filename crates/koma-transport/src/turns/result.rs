@@ -1,0 +1,193 @@
+//! What a turn collects from its events for its result: its output, its tool
+//! calls (with their results and how their approvals were answered), how it
+//! ended, how many events it had, and whether an overflow cost its reader
+//! events. Built into the result's JSON once, at the end.
+
+use crate::lift::{LiftedString, Step};
+use crate::raw_json::RawJson;
+
+use super::spec::Decision;
+use super::text::Text;
+
+/// A JSON value as the data held it, with the strings lifted out of it
+/// (paths from the value).
+pub(super) struct Value {
+    pub json: String,
+    pub lifts: Vec<LiftedString>,
+}
+
+struct ToolCall {
+    call: Option<String>,
+    tool: Option<String>,
+    input: Option<Value>,
+    output: Option<Value>,
+    error: Option<bool>,
+    /// Its `tool_result` came (with or without an `output`).
+    done: bool,
+    approval: Option<Decision>,
+}
+
+#[derive(Default)]
+pub(super) struct Collected {
+    output: Text,
+    tool_calls: Vec<ToolCall>,
+    /// What `turn_finished` said.
+    status: Option<String>,
+    pub events: u64,
+    pub overflowed: bool,
+}
+
+impl Collected {
+    /// A piece of output: its text, or the lifted string it was.
+    pub fn output(&mut self, text: Option<&str>, lifted: Option<&LiftedString>) {
+        match (lifted, text) {
+            (Some(l), _) => self.output.push_chars(&l.chars),
+            (None, Some(t)) => self.output.push_str(t),
+            (None, None) => {}
+        }
+    }
+
+    pub fn tool_call(&mut self, call: Option<String>, tool: Option<String>, input: Option<Value>) {
+        self.tool_calls.push(ToolCall { call, tool, input, output: None, error: None, done: false, approval: None });
+    }
+
+    pub fn tool_result(&mut self, call: Option<&str>, output: Option<Value>, error: Option<bool>) {
+        if let Some(rec) = self.tool_calls.iter_mut().find(|c| call.is_some() && c.call.as_deref() == call) {
+            rec.output = output;
+            rec.error = error;
+            rec.done = true;
+        }
+    }
+
+    /// The tool call an approval request is for: the latest call of that
+    /// tool with no approval and no result yet.
+    pub fn call_for_approval(&self, tool: Option<&str>) -> Option<usize> {
+        self.tool_calls.iter().rposition(|c| c.tool.as_deref() == tool && c.approval.is_none() && !c.done)
+    }
+
+    pub fn approved(&mut self, call: Option<usize>, decision: Decision) {
+        if let Some(rec) = call.and_then(|i| self.tool_calls.get_mut(i)) {
+            rec.approval = Some(decision);
+        }
+    }
+
+    pub fn finished(&mut self, status: Option<String>) {
+        self.status = status;
+    }
+
+    /// The result's JSON: `{turn, status, output, toolCalls, events,
+    /// overflowed}` (see `TurnNews::Ended`), the output and the long strings
+    /// of the tool calls lifted out.
+    pub fn build(self, id: Option<&str>) -> RawJson {
+        let mut out = Vec::with_capacity(128 + self.tool_calls.len() * 96);
+        let mut lifts = Vec::new();
+        out.extend_from_slice(b"{\"turn\":");
+        json_string_or_null(&mut out, id);
+        out.extend_from_slice(b",\"status\":");
+        json_string_or_null(&mut out, Some(self.status.as_deref().unwrap_or("unknown")));
+        out.extend_from_slice(b",\"output\":\"\"");
+        if !self.output.is_empty() {
+            lifts.push(LiftedString { path: vec![Step::Key("output".into())], chars: self.output.into_chars() });
+        }
+        out.extend_from_slice(b",\"toolCalls\":[");
+        for (i, c) in self.tool_calls.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let at = |key: &str| vec![Step::Key("toolCalls".into()), Step::Index(i as u32), Step::Key(key.into())];
+            out.extend_from_slice(b"{\"call\":");
+            json_string_or_null(&mut out, c.call.as_deref());
+            out.extend_from_slice(b",\"tool\":");
+            json_string_or_null(&mut out, c.tool.as_deref());
+            out.extend_from_slice(b",\"input\":");
+            value(&mut out, &mut lifts, c.input, at("input"));
+            if c.done {
+                out.extend_from_slice(b",\"output\":");
+                value(&mut out, &mut lifts, c.output, at("output"));
+                if let Some(e) = c.error {
+                    out.extend_from_slice(if e { b",\"error\":true" } else { b",\"error\":false" });
+                }
+            }
+            if let Some(d) = c.approval {
+                out.extend_from_slice(b",\"approval\":\"");
+                out.extend_from_slice(d.as_str().as_bytes());
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"],\"events\":");
+        out.extend_from_slice(itoa::Buffer::new().format(self.events).as_bytes());
+        out.extend_from_slice(if self.overflowed { b",\"overflowed\":true}" } else { b",\"overflowed\":false}" });
+        RawJson::whole(out, lifts)
+    }
+}
+
+fn json_string_or_null(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => out.extend_from_slice(serde_json::to_string(s).unwrap_or_default().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A value at `path` of the result: its JSON, and its lifted strings moved under `path`.
+fn value(out: &mut Vec<u8>, lifts: &mut Vec<LiftedString>, v: Option<Value>, path: Vec<Step>) {
+    match v {
+        None => out.extend_from_slice(b"null"),
+        Some(v) => {
+            out.extend_from_slice(v.json.as_bytes());
+            for l in v.lifts {
+                let mut p = path.clone();
+                p.extend(l.path);
+                lifts.push(LiftedString { path: p, chars: l.chars });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::lift::Chars;
+
+    #[test]
+    fn the_result_json_with_its_strings_lifted() {
+        let mut c = Collected::default();
+        c.output(Some("Hi "), None);
+        let long =
+            LiftedString { path: vec![], chars: Chars::Latin1 { bytes: Arc::new(b"there".to_vec()), range: 0..5 } };
+        c.output(Some(""), Some(&long));
+        let content = LiftedString {
+            path: vec![Step::Key("content".into())],
+            chars: Chars::Utf16("é".encode_utf16().collect()),
+        };
+        let input = Value { json: r#"{"path":"a","content":""}"#.into(), lifts: vec![content] };
+        c.tool_call(Some("c-1".into()), Some("write_file".into()), Some(input));
+        c.tool_call(Some("c-2".into()), Some("read_file".into()), None);
+        assert_eq!(c.call_for_approval(Some("write_file")), Some(0));
+        c.approved(Some(0), Decision::Deny);
+        c.tool_result(Some("c-1"), Some(Value { json: "\"no\"".into(), lifts: vec![] }), Some(true));
+        c.events = 7;
+        c.finished(Some("completed".into()));
+        let r = c.build(Some("t-1"));
+        let v: serde_json::Value = serde_json::from_slice(r.text()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"turn":"t-1","status":"completed","output":"","toolCalls":[
+                {"call":"c-1","tool":"write_file","input":{"path":"a","content":""},"output":"no","error":true,"approval":"deny"},
+                {"call":"c-2","tool":"read_file","input":null}],"events":7,"overflowed":false})
+        );
+        let paths: Vec<_> = r.lifts.iter().map(|l| l.path.clone()).collect();
+        assert_eq!(paths[0], vec![Step::Key("output".into())]);
+        assert_eq!(
+            paths[1],
+            vec![Step::Key("toolCalls".into()), Step::Index(0), Step::Key("input".into()), Step::Key("content".into())]
+        );
+        let r = Collected::default().build(None);
+        let v: serde_json::Value = serde_json::from_slice(r.text()).unwrap();
+        assert_eq!(v["turn"], serde_json::Value::Null);
+        assert_eq!(v["status"], "unknown");
+        assert!(r.lifts.is_empty());
+    }
+}

@@ -1,0 +1,404 @@
+//! [`Turns`]: which consumer each event belongs to, and the turns' state.
+//!
+//! The reader hands every catalog event here, in stream order, under the
+//! connection's lock. With no turn open an event goes straight to the
+//! client's own stream. Otherwise:
+//!
+//! - while a turn waits for its id (its submit has not answered), every
+//!   event waits, in order ([`super::unrouted`]), since it may be that turn's;
+//! - an event whose `data.turn` is an open turn's id goes to that turn; a
+//!   `state` or `diagnostic` event goes to the turn that started and has
+//!   not finished, if there is one; every other event goes to the client's
+//!   own stream (`events()`).
+//!
+//! A turn collects its result from every event routed to it, whether or not
+//! its stream keeps the event: an overflow costs a reader events, never the
+//! result its turn collects (unless the events were dropped before their
+//! turn was known: then `overflowed` says so).
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use super::approvals::How;
+use super::effects::{Effects, Send, What};
+use super::event::Event;
+use super::news::TurnNews;
+use super::spec::{Answer, Decision, TurnSpec};
+use super::turn::{Reader, Turn};
+use super::unrouted::{Held, Unrouted};
+use crate::error::KomaError;
+use crate::events::{End, EventBuffer, Stream, Take};
+use crate::lift::LiftedString;
+use crate::wording::Wording;
+
+/// The stream of a turn that is over, kept for a loop that reads it.
+struct Over {
+    stream: Stream,
+    reading: bool,
+}
+
+#[derive(Default)]
+pub struct Turns {
+    open: Vec<Turn>,
+    unrouted: Unrouted,
+    over: HashMap<u64, Over>,
+    /// The turns' requests in flight: token -> (turn key, which request).
+    requests: HashMap<u64, (u64, What)>,
+    fx: Effects,
+    /// Some approval waits for the host's thread (see [`Turns::decide_unread`]).
+    undecided: bool,
+    wording: Wording,
+}
+
+impl Turns {
+    pub fn new(wording: Wording) -> Self {
+        Turns { wording, ..Default::default() }
+    }
+
+    /// No turn is open and no event waits for its consumer: every event goes
+    /// to the client's own stream ([`Turns::push_main`]).
+    pub fn routes_nothing(&self) -> bool {
+        self.open.is_empty() && self.unrouted.is_empty()
+    }
+
+    /// What the connection is to do now (requests, news, done calls).
+    pub fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.fx)
+    }
+
+    /// Requests wait to be written.
+    pub fn has_sends(&self) -> bool {
+        !self.fx.sends.is_empty()
+    }
+
+    /// An approval waits for the host's thread to decide it.
+    pub fn needs_host(&self) -> bool {
+        self.undecided
+    }
+
+    // ---- events
+
+    /// An event for the client's own stream, written by `write` (the fast
+    /// path, when [`Turns::routes_nothing`]).
+    pub fn push_main(
+        &mut self,
+        buffer: &mut EventBuffer,
+        frame_bytes: usize,
+        len: usize,
+        lifts: Vec<LiftedString>,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) {
+        if !buffer.main.accepts() {
+            buffer.main.discard();
+            return;
+        }
+        if self.admit(buffer, frame_bytes) {
+            buffer.main.push(frame_bytes, len, lifts, write);
+        }
+    }
+
+    /// An event, in stream order.
+    pub fn deliver(&mut self, buffer: &mut EventBuffer, e: Event) {
+        if self.awaits_id() || !self.unrouted.is_empty() {
+            if self.admit(buffer, e.frame_bytes) {
+                self.unrouted.push(e);
+            } else {
+                self.unrouted.lose(e);
+            }
+        } else {
+            self.route(buffer, Held::Event(e));
+        }
+        self.sweep(buffer);
+    }
+
+    fn awaits_id(&self) -> bool {
+        self.open.iter().any(Turn::awaits_id)
+    }
+
+    fn route(&mut self, buffer: &mut EventBuffer, held: Held) {
+        let owner = match &held {
+            Held::Event(e) if matches!(e.name, "state" | "diagnostic") => self.running(),
+            Held::Event(e) => super::data::turn_of(e.data_json()).and_then(|id| self.owner(&id)),
+            Held::Note(n) => n.turn.as_deref().and_then(|id| self.owner(id)),
+        };
+        match (owner, held) {
+            (None, Held::Event(e)) => self.give_main(buffer, e),
+            (None, Held::Note(_)) => {} // the client's own stream counted it as dropped
+            (Some(i), Held::Event(e)) => self.give_turn(i, buffer, e),
+            (Some(i), Held::Note(n)) => self.open[i].accept_note(n, &mut self.fx),
+        }
+    }
+
+    /// The turn that started and has not finished.
+    fn running(&self) -> Option<usize> {
+        self.open.iter().position(|t| t.started && t.routable())
+    }
+
+    fn owner(&self, id: &str) -> Option<usize> {
+        self.open.iter().position(|t| t.routable() && t.is(id))
+    }
+
+    fn give_main(&mut self, buffer: &mut EventBuffer, e: Event) {
+        if !buffer.main.accepts() {
+            buffer.main.discard();
+            return;
+        }
+        if self.admit(buffer, e.frame_bytes) {
+            e.push_to(&mut buffer.main);
+        }
+    }
+
+    fn give_turn(&mut self, i: usize, buffer: &mut EventBuffer, e: Event) {
+        let asked = self.open[i].accept(&e, &mut self.fx);
+        let (accepts, counted) = match &self.open[i].stream {
+            Some(s) => (s.accepts(), s.is_counted()),
+            None => (false, false),
+        };
+        let mut batch = None;
+        if accepts && (!counted || self.admit(buffer, e.frame_bytes)) {
+            let t = &mut self.open[i];
+            if let Some(s) = t.stream.as_mut() {
+                batch = Some(e.push_to(s));
+                if s.wanted {
+                    s.wanted = false;
+                    self.fx.news.push((t.key, TurnNews::Ready));
+                }
+            }
+        } else if accepts {
+            // It did not fit: the overflow's count has it.
+        } else if let Some(s) = self.open[i].stream.as_mut() {
+            s.discard();
+        }
+        if let Some(approval) = asked {
+            let t = &mut self.open[i];
+            match batch {
+                Some(b) => {
+                    t.placed(&approval, b);
+                    self.undecided = true;
+                }
+                None => t.lost(&approval, &mut self.fx),
+            }
+        }
+    }
+
+    /// Count an event against the bound. If it does not fit, that is an
+    /// overflow: every counted stream is cleared and reports it, and the
+    /// events waiting for their consumer are dropped (see
+    /// [`super::unrouted`]). Returns whether it fit.
+    fn admit(&mut self, buffer: &mut EventBuffer, frame_bytes: usize) -> bool {
+        if buffer.bound.admit(frame_bytes) {
+            return true;
+        }
+        let dropped = buffer.bound.overflow();
+        buffer.main.overflow(dropped);
+        for t in &mut self.open {
+            t.overflow(dropped, &mut self.fx);
+        }
+        for over in self.over.values_mut() {
+            over.stream.overflow(dropped);
+        }
+        if !self.unrouted.is_empty() {
+            self.unrouted.overflow();
+            for t in self.open.iter_mut().filter(|t| t.awaits_id()) {
+                t.lost_unrouted();
+            }
+        }
+        false
+    }
+
+    /// Route what waited for its consumer, once no turn waits for its id.
+    fn flush_unrouted(&mut self, buffer: &mut EventBuffer) {
+        while !self.awaits_id() {
+            let Some(held) = self.unrouted.pop() else { break };
+            if let Held::Event(e) = &held {
+                buffer.bound.release(1, e.frame_bytes); // counted again where it goes
+            }
+            self.route(buffer, held);
+        }
+    }
+
+    /// Turns whose result is settled leave the routing; what their streams
+    /// hold stays for a loop, and stops counting unless a loop reads it.
+    fn sweep(&mut self, buffer: &mut EventBuffer) {
+        let mut i = 0;
+        while i < self.open.len() {
+            if !self.open[i].ended {
+                i += 1;
+                continue;
+            }
+            let t = self.open.remove(i);
+            let reading = t.reader == Reader::Reading;
+            let Some(mut stream) = t.stream else { continue };
+            stream.end(End::Finished);
+            if !reading && stream.is_counted() {
+                let (frames, bytes) = stream.uncount();
+                buffer.bound.release(frames, bytes);
+            }
+            if stream.wanted {
+                stream.wanted = false;
+                self.fx.news.push((t.key, TurnNews::Ready));
+            }
+            if !stream.is_empty() {
+                self.over.insert(t.key, Over { stream, reading });
+            }
+        }
+    }
+
+    // ---- what the host asks
+
+    /// Start turn `key`: its submit is written (see [`Turns::take_effects`]),
+    /// or, if its options are refused or it was stopped already, it ends now.
+    pub fn open(&mut self, key: u64, spec: TurnSpec) {
+        let checked = match spec.check(&self.wording) {
+            Ok(c) => c,
+            Err(e) => return Turn::refused(key, Some(e), None, &mut self.fx),
+        };
+        if let Some(stop) = checked.stopped.clone() {
+            return Turn::refused(key, None, Some(stop), &mut self.fx);
+        }
+        let send = Send { key, what: What::Submit, method: checked.method, params: checked.params.clone() };
+        self.fx.sends.push(send);
+        self.open.push(Turn::new(key, &checked));
+    }
+
+    /// A request of turn `key` was given `token`.
+    pub fn sent(&mut self, token: u64, key: u64, what: What) {
+        self.requests.insert(token, (key, what));
+    }
+
+    /// The answer to the turns' request `token` (see [`Turns::owns`]): the
+    /// result's JSON text, or why it failed.
+    pub fn answered(&mut self, buffer: &mut EventBuffer, token: u64, outcome: Result<&[u8], KomaError>) {
+        let Some((key, what)) = self.requests.remove(&token) else { return };
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            match what {
+                What::Submit => t.submitted(outcome, &mut self.fx),
+                What::Interrupt => t.interrupted(&mut self.fx),
+                What::Approve => {} // denied or late: the turn goes on either way
+            }
+        }
+        if what == What::Submit {
+            self.flush_unrouted(buffer);
+        }
+        self.sweep(buffer);
+    }
+
+    /// Whether call `token` is one of the turns' requests.
+    pub fn owns(&self, token: u64) -> bool {
+        self.requests.contains_key(&token)
+    }
+
+    /// What turn `key`'s stream has for its loop. `wait`: if nothing, tell
+    /// the host when something comes (`TurnNews::Ready`).
+    pub fn take(&mut self, key: u64, epoch: u32, wait: bool) -> Take {
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            let Some(s) = t.stream.as_mut() else { return Take::Ended(End::Finished) };
+            let taken = s.take(epoch);
+            s.wanted = wait && taken == Take::Empty;
+            return taken;
+        }
+        if let Some(over) = self.over.get_mut(&key) {
+            let taken = over.stream.take(epoch);
+            if matches!(taken, Take::Ended(_)) {
+                self.over.remove(&key);
+            }
+            return taken;
+        }
+        Take::Ended(End::Finished)
+    }
+
+    /// A loop starts reading turn `key`, or leaves it early.
+    pub fn read(&mut self, buffer: &mut EventBuffer, key: u64, reading: bool) {
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            t.read(reading, &mut buffer.bound, &mut self.fx);
+        } else if let Some(over) = self.over.get_mut(&key) {
+            over.reading = reading;
+            if !reading && over.stream.is_counted() {
+                let (frames, bytes) = over.stream.uncount();
+                buffer.bound.release(frames, bytes);
+            }
+        }
+    }
+
+    /// Stop turn `key` (aborted, timed out): see [`Turn::stop`].
+    pub fn stop(&mut self, key: u64, code: crate::error::ErrorCode, message: String) {
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            t.stop(code, message, &mut self.fx);
+        }
+    }
+
+    /// The host's interrupt of turn `key` as call `token`: true when done now.
+    pub fn interrupt(&mut self, key: u64, token: u64) -> bool {
+        match self.open.iter_mut().find(|t| t.key == key) {
+            Some(t) => t.interrupt_for(token, &mut self.fx),
+            None => true,
+        }
+    }
+
+    /// What the host's function came to for an approval of turn `key`.
+    pub fn answer(&mut self, key: u64, approval: &str, answer: Answer) {
+        let wording = self.wording;
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            t.answer(approval, answer, &wording, &mut self.fx);
+        }
+    }
+
+    /// The application wrote `approve` with these params: the turn it
+    /// answered records how.
+    pub fn approved_by_application(&mut self, params_json: &str) {
+        #[derive(Deserialize)]
+        struct Params {
+            approval: String,
+            decision: String,
+        }
+        let Ok(p) = serde_json::from_str::<Params>(params_json) else { return };
+        let Some(decision) = Decision::parse(&p.decision) else { return };
+        for t in &mut self.open {
+            if t.answered_by_application(&p.approval, decision) {
+                return;
+            }
+        }
+    }
+
+    /// The host let go of turn `key`: nothing of it is kept for a loop.
+    pub fn release(&mut self, buffer: &mut EventBuffer, key: u64) {
+        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
+            t.release(&mut buffer.bound);
+        } else if let Some(mut over) = self.over.remove(&key) {
+            if over.stream.is_counted() {
+                let (frames, bytes) = over.stream.uncount();
+                buffer.bound.release(frames, bytes);
+            }
+        }
+    }
+
+    /// On the host's thread, before it handles what woke it: approvals for
+    /// the application to answer are left to it where a loop reads the turn,
+    /// and denied elsewhere (nobody would see them). Deciding here, not as
+    /// the event arrives, makes "a loop reads the turn" mean what the
+    /// application's code did before it last yielded to the event loop.
+    pub fn decide_unread(&mut self) {
+        if !std::mem::take(&mut self.undecided) {
+            return;
+        }
+        for t in &mut self.open {
+            t.decide_unread(&mut self.fx);
+        }
+    }
+
+    /// The client failed or closed: every open turn ends (with `error`,
+    /// unless it finished), and what waited for its consumer goes on to it.
+    pub fn end_all(&mut self, buffer: &mut EventBuffer, error: &KomaError) {
+        for t in &mut self.open {
+            t.fail(error.clone(), &mut self.fx);
+        }
+        self.flush_unrouted(buffer);
+        self.sweep(buffer);
+    }
+
+    /// How each answered approval of open turn `key` was answered (for tests).
+    pub fn approval_history(&self, key: u64) -> Vec<(String, Decision, How)> {
+        self.open.iter().find(|t| t.key == key).map(|t| t.approval_history().to_vec()).unwrap_or_default()
+    }
+}

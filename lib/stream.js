@@ -1,0 +1,198 @@
+// @ts-check
+// A loop's side of one of the core's streams of events: the client's own
+// (what `events()` reads) or a Turn's. The core decides which stream each
+// event goes to and how it counts; this file only hands a batch's events
+// out one by one and counts each in the memory it shares with the core,
+// with no call into the addon per event. The addon is called once per batch
+// (`pull`, which parses the whole batch with one JSON.parse: a flat array of
+// seq, name, data and the frame's size for each event).
+//
+// `counters` is that shared memory: 32-bit slots whose numbers `layout`
+// gives (their one definition is the core's `EventCounters`). The core
+// writes EPOCH (an overflow bumps it), BATCH_EPOCH and BATCH_COUNTING (of
+// the batch `pull` gave); this file adds to TAKEN and TAKEN_BYTES as events
+// are handed out. BATCH_COUNTING says how a batch's events count: not at all
+// (0), or each until taken while the epoch matches, the rest dropped (1) or
+// handed out uncounted (2) once an overflow has come.
+"use strict";
+
+/** @type {IteratorReturnResult<undefined>} */
+const DONE = Object.freeze({ value: undefined, done: true });
+const UNCOUNTED = 0;
+const REVOCABLE = 1;
+
+/**
+ * @typedef {{ EPOCH: number, TAKEN: number, BATCH_EPOCH: number, TAKEN_BYTES: number, BATCH_COUNTING: number, STRIDE: number }} Layout
+ * @typedef {{ type: "event", seq: number, name: string, data: unknown } | { type: "overflow", dropped: number }} Item
+ * @typedef {{ resolve: (r: IteratorResult<Item>) => void, reject: (e: unknown) => void, owner: object }} Waiter
+ */
+
+/** The cursor over a stream's batches. */
+class Cursor {
+  /**
+   * @param {() => unknown} pull a batch (flat array), the overflow report, `undefined` (nothing now) or `null` (the end); throws the stream's failure
+   * @param {ArrayBuffer} counters
+   * @param {Layout} layout
+   */
+  constructor(pull, counters, layout) {
+    this.pull = pull;
+    this.shared = new Int32Array(counters);
+    this.layout = layout;
+    /** @type {unknown[]} */
+    this.batch = [];
+    this.index = 0;
+    this.epoch = 0;
+    this.counting = UNCOUNTED;
+    this.ended = false;
+  }
+
+  /** @param {number} size */
+  count(size) {
+    const { shared, layout } = this;
+    shared[layout.TAKEN] = (shared[layout.TAKEN] + 1) | 0;
+    shared[layout.TAKEN_BYTES] = (shared[layout.TAKEN_BYTES] + size) | 0;
+  }
+
+  /**
+   * The next item, `null` at the end, `undefined` when nothing is there now.
+   * Throws the stream's failure.
+   * @returns {Item | null | undefined}
+   */
+  next() {
+    const stride = this.layout.STRIDE;
+    for (;;) {
+      const batch = this.batch;
+      const i = this.index;
+      if (i < batch.length) {
+        this.index = i + stride;
+        if (this.counting !== UNCOUNTED) {
+          if (this.shared[this.layout.EPOCH] === this.epoch) this.count(/** @type {number} */ (batch[i + 3]));
+          else if (this.counting === REVOCABLE) {
+            this.batch = []; // an overflow revoked the rest
+            this.index = 0;
+            continue;
+          }
+        }
+        return { type: "event", seq: /** @type {number} */ (batch[i]), name: /** @type {string} */ (batch[i + 1]), data: batch[i + 2] };
+      }
+      if (this.ended) return null;
+      const got = this.pull();
+      if (got === undefined) return undefined;
+      if (got === null) {
+        this.ended = true;
+        return null;
+      }
+      if (Array.isArray(got)) {
+        this.batch = got;
+        this.index = 0;
+        this.epoch = this.shared[this.layout.BATCH_EPOCH];
+        this.counting = this.shared[this.layout.BATCH_COUNTING];
+        continue;
+      }
+      return /** @type {Item} */ (got); // the overflow report
+    }
+  }
+
+  /** A loop left with events of this batch not handed out: they count as taken (they stay, uncounted). */
+  release() {
+    const { batch, layout } = this;
+    if (this.counting !== UNCOUNTED && this.shared[layout.EPOCH] === this.epoch) {
+      for (let i = this.index; i < batch.length; i += layout.STRIDE) this.count(/** @type {number} */ (batch[i + 3]));
+    }
+    this.counting = UNCOUNTED;
+  }
+}
+
+/**
+ * A stream's loops: any number of iterators over one cursor, each waiting in
+ * line. `end()` says how a loop ends once the stream has ended (DONE, or a
+ * rejection); `leave(iterator)` runs when a loop leaves before the end;
+ * `idle()` when no loop waits any more.
+ */
+class Loops {
+  /**
+   * @param {Cursor} cursor
+   * @param {{ end: () => Promise<IteratorResult<Item>>, leave: () => void, idle: () => void }} hooks
+   */
+  constructor(cursor, hooks) {
+    this.cursor = cursor;
+    this.hooks = hooks;
+    /** @type {Waiter[]} */
+    this.waiting = [];
+  }
+
+  /** Hand what has come to the loops that wait, in order. */
+  serve() {
+    const waiting = this.waiting;
+    while (waiting.length > 0) {
+      let item;
+      try {
+        item = this.cursor.next();
+      } catch (error) {
+        for (const w of waiting.splice(0)) w.reject(error);
+        break;
+      }
+      if (item === undefined) return;
+      if (item === null) {
+        const ending = this.hooks.end();
+        for (const w of waiting.splice(0)) ending.then(w.resolve, w.reject);
+        break;
+      }
+      /** @type {Waiter} */ (waiting.shift()).resolve({ value: item, done: false });
+    }
+    if (waiting.length === 0) this.hooks.idle();
+  }
+
+  /** A new loop over the stream. @returns {AsyncIterableIterator<Item>} */
+  iterator() {
+    const loops = this;
+    /** @type {AsyncIterableIterator<Item>} */
+    const it = {
+      next() {
+        if (loops.waiting.length === 0) {
+          let item;
+          try {
+            item = loops.cursor.next();
+          } catch (error) {
+            return Promise.reject(error);
+          }
+          if (item === null) return loops.hooks.end();
+          if (item !== undefined) return Promise.resolve({ value: item, done: false });
+        }
+        return new Promise((resolve, reject) => loops.waiting.push({ resolve, reject, owner: it }));
+      },
+      return() {
+        const mine = loops.waiting.filter((w) => w.owner === it);
+        loops.waiting = loops.waiting.filter((w) => w.owner !== it);
+        for (const w of mine) w.resolve(DONE);
+        loops.hooks.leave();
+        if (loops.waiting.length === 0) loops.hooks.idle();
+        return Promise.resolve(DONE);
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+    return it;
+  }
+}
+
+/**
+ * The client's own stream, what `events()` reads: `pull` and `stop` (no loop
+ * waits any more) are the addon's. Each `events()` is a loop of its own over
+ * the one stream: leaving one ends that loop only.
+ * @param {() => unknown} pull
+ * @param {() => void} stop
+ * @param {ArrayBuffer} counters
+ * @param {Layout} layout
+ */
+function clientStream(pull, stop, counters, layout) {
+  const loops = new Loops(new Cursor(pull, counters, layout), {
+    end: () => Promise.resolve(DONE),
+    leave: () => {},
+    idle: stop,
+  });
+  return { events: () => loops.iterator(), settle: () => loops.serve() };
+}
+
+module.exports = { Cursor, Loops, clientStream, DONE };

@@ -1,0 +1,234 @@
+// @ts-check
+// A Turn, as JavaScript holds it: what `client.turn()` returns and what
+// `client.run()` awaits. The core runs the turn (its submit, which events
+// are its own, its approvals, its result and how it ends: see the core's
+// `turns` module); this file only speaks JavaScript's idioms around it:
+// promises for its id and result, the async iterator of its events, the
+// AbortSignal, and calling `onApproval` (plain or async) and handing its
+// answer to the core. The addon calls `makeTurn` with `ops`, its functions
+// for this client, and delivers the turn's news to the `news` it returns.
+"use strict";
+
+const { Cursor, Loops } = require("./stream.js");
+
+/**
+ * @typedef {import("./stream.js").Item} Item
+ * @typedef {{
+ *   take: (key: number) => unknown,
+ *   read: (key: number, reading: boolean) => void,
+ *   stop: (key: number, code: string, message: string) => void,
+ *   interrupt: (key: number) => Promise<void>,
+ *   answer: (key: number, approval: string, kind: "decision" | "other" | "failed", value: string) => void,
+ *   release: (key: number) => void,
+ *   counters: ArrayBuffer,
+ *   layout: import("./stream.js").Layout,
+ * }} Ops
+ * @typedef {(request: any) => unknown} Handler
+ */
+
+/** A stopped turn's code: `timeout` for a TimeoutError reason (`AbortSignal.timeout()`), else `aborted`. */
+function abortCode(/** @type {AbortSignal} */ signal) {
+  const reason = signal.reason;
+  return reason !== null && typeof reason === "object" && reason.name === "TimeoutError" ? "timeout" : "aborted";
+}
+
+/** What a value is, as a message names it. */
+function describe(/** @type {unknown} */ v) {
+  return typeof v === "string" ? JSON.stringify(v) : String(v);
+}
+
+/** @param {unknown} thrown */
+function messageOf(thrown) {
+  return thrown instanceof Error ? thrown.message : String(thrown);
+}
+
+/** Forget the core's side of a turn whose Turn object was collected. */
+const collected = new FinalizationRegistry((/** @type {() => void} */ release) => release());
+
+/** What a user gets: its state stays private, and it has no public constructor. */
+class Turn {
+  /** @type {TurnState} */
+  #state;
+  /** @param {TurnState} state */
+  constructor(state) {
+    this.#state = state;
+  }
+  /** @returns {Promise<string>} */
+  get id() {
+    return this.#state.id;
+  }
+  /** @returns {Promise<unknown>} */
+  get result() {
+    return this.#state.result;
+  }
+  /** @returns {Promise<void>} */
+  interrupt() {
+    return this.#state.ops.interrupt(this.#state.key);
+  }
+  /** @returns {AsyncIterableIterator<Item>} */
+  [Symbol.asyncIterator]() {
+    return this.#state.iterator();
+  }
+}
+
+class TurnState {
+  /**
+   * @param {Ops} ops
+   * @param {number} key
+   * @param {Handler | undefined} handler
+   */
+  constructor(ops, key, handler) {
+    this.ops = ops;
+    this.key = key;
+    this.handler = handler;
+    /** What each approval's handler threw, by approval id (the error's cause if it fails the turn). */
+    /** @type {Map<string, unknown>} */
+    this.thrown = new Map();
+    /** Why the turn was stopped (the signal's reason). @type {unknown} */
+    this.stopCause = undefined;
+    this.gotId = false;
+    /** @type {(id: string) => void} */
+    this.resolveId = () => {};
+    /** @type {(e: unknown) => void} */
+    this.rejectId = () => {};
+    /** @type {(r: unknown) => void} */
+    this.resolveResult = () => {};
+    /** @type {(e: unknown) => void} */
+    this.rejectResult = () => {};
+    /** @type {Promise<string>} */
+    this.id = new Promise((resolve, reject) => ((this.resolveId = resolve), (this.rejectId = reject)));
+    /** @type {Promise<unknown>} */
+    this.result = new Promise((resolve, reject) => ((this.resolveResult = resolve), (this.rejectResult = reject)));
+    // Neither promise may crash a program that only awaits the other, or neither.
+    this.id.catch(() => {});
+    this.result.catch(() => {});
+    /** @type {() => void} */
+    this.cleanup = () => {};
+    this.loops = new Loops(new Cursor(() => ops.take(key), ops.counters, ops.layout), {
+      // A loop ends the way the result settles.
+      end: () =>
+        this.result.then(
+          () => ({ value: undefined, done: true }),
+          (e) => {
+            throw e;
+          },
+        ),
+      leave: () => {
+        this.loops.cursor.release();
+        ops.read(key, false);
+      },
+      idle: () => {},
+    });
+  }
+
+  iterator() {
+    this.ops.read(this.key, true);
+    return this.loops.iterator();
+  }
+
+  /**
+   * What the core says of this turn (the addon calls this).
+   * @param {"id" | "approval" | "ready" | "ended"} kind
+   * @param {any} a
+   * @param {any} b
+   * @param {any} c
+   * @param {any} d
+   */
+  news(kind, a, b, c, d) {
+    switch (kind) {
+      case "id":
+        this.gotId = true;
+        this.resolveId(a);
+        break;
+      case "approval":
+        this.ask(a, b);
+        break;
+      case "ready":
+        this.loops.serve();
+        break;
+      case "ended":
+        this.ended(a, b, c, d);
+        break;
+    }
+  }
+
+  /** Ask the handler about `approval` and hand its answer to the core. */
+  ask(/** @type {string} */ approval, /** @type {unknown} */ request) {
+    const { ops, key } = this;
+    const failed = (/** @type {unknown} */ e) => {
+      this.thrown.set(approval, e);
+      ops.answer(key, approval, "failed", messageOf(e));
+    };
+    let answer;
+    try {
+      answer = /** @type {Handler} */ (this.handler)(request);
+    } catch (e) {
+      failed(e);
+      return;
+    }
+    Promise.resolve(answer).then((a) => {
+      if (a === "allow" || a === "deny") ops.answer(key, approval, "decision", a);
+      else ops.answer(key, approval, "other", describe(a));
+    }, failed);
+  }
+
+  /**
+   * The turn is over: its result, and why it fails if it does (the cause
+   * is what the handler threw for that approval, or the signal's reason).
+   * @param {unknown} result
+   * @param {any} error
+   * @param {"handler" | "stop" | undefined} cause
+   * @param {string | undefined} approval
+   */
+  ended(result, error, cause, approval) {
+    this.cleanup();
+    if (error === undefined) {
+      this.resolveResult(result);
+    } else {
+      const why = cause === "handler" ? this.thrown.get(/** @type {string} */ (approval)) : cause === "stop" ? this.stopCause : undefined;
+      if (why !== undefined) Object.defineProperty(error, "cause", { value: why, writable: true, configurable: true });
+      Object.defineProperty(error, "result", { value: result, writable: true, configurable: true, enumerable: true });
+      if (!this.gotId) this.rejectId(error);
+      this.rejectResult(error);
+    }
+    this.thrown.clear();
+    this.loops.serve();
+  }
+
+  /**
+   * Stop the turn when `signal` aborts (the core interrupts the agent).
+   * @param {AbortSignal} signal
+   * @param {string} what `turn` or `run`
+   */
+  listen(signal, what) {
+    const onAbort = () => {
+      const code = abortCode(signal);
+      const how = code === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
+      this.stopCause = signal.reason;
+      this.ops.stop(this.key, code, `\`${what}\` ${how}; the agent was interrupted`);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.cleanup = () => signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * A Turn for the core's turn `key` (the addon opens it in the core once this
+ * returns). `stopped`: the signal had aborted already (its reason).
+ * @param {Ops} ops
+ * @param {number} key
+ * @param {"turn" | "run"} what
+ * @param {Handler | undefined} handler
+ * @param {AbortSignal | undefined} signal
+ * @param {{ reason: unknown } | undefined} stopped
+ */
+function makeTurn(ops, key, what, handler, signal, stopped) {
+  const state = new TurnState(ops, key, handler);
+  if (stopped !== undefined) state.stopCause = stopped.reason;
+  else if (signal !== undefined) state.listen(signal, what);
+  const turn = new Turn(state);
+  if (what === "turn") collected.register(turn, () => ops.release(key));
+  return { turn, result: state.result, news: state.news.bind(state) };
+}
+
+module.exports = { makeTurn, Turn };
