@@ -315,7 +315,8 @@ def check_sdist(py: Path) -> None:
     env.setdefault("MATURIN_PEP517_ARGS", maturin_args())
     # The clone's cargo cache: the crates.io dependencies build the same from
     # any directory, so they are reused, while the workspace's own crates
-    # compile again from the sdist's sources (see the mtimes below).
+    # compile again from the sdist's sources (see the mtimes below). The
+    # clone's next build takes those as up to date: they are its sources.
     env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
     with tempfile.TemporaryDirectory(prefix="koma-sdk-sdist-") as d:
         out = Path(d)
@@ -326,8 +327,10 @@ def check_sdist(py: Path) -> None:
         sdist = sdists[0]
         with tarfile.open(sdist) as tar:
             top = tar.getnames()[0].split("/", 1)[0]
-            # The filter refuses links and paths out of the folder (Python 3.10.12 and later).
-            tar.extractall(out / "src", **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            if hasattr(tarfile, "data_filter"):  # refuses links and paths out of the folder (3.10.12 on)
+                tar.extractall(out / "src", filter="data")
+            else:
+                tar.extractall(out / "src")
         src = out / "src" / top
         rel = {str(f.relative_to(src)) for f in src.rglob("*") if f.is_file()}
         binaries = [n for n in sorted(rel) if binary_kind((src / n).read_bytes())]
@@ -349,6 +352,10 @@ def check_sdist(py: Path) -> None:
         check_contents(wheels[0])
         check_offline_install(wheels[0])
     print(f"  the sdist check took {time.monotonic() - started:.0f} s")
+
+
+def sdist_only() -> None:
+    check_sdist(ensure_venv())
 
 
 def test() -> None:
@@ -398,7 +405,7 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
-    commands = {"test": test, "demo": demo, "check-sdist": lambda: check_sdist(ensure_venv())}
+    commands = {"test": test, "demo": demo, "check-sdist": sdist_only}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit("usage: python3 python/dev.py test|demo|check-sdist (or check-wheel WHEEL, for the release workflow)")
     commands[sys.argv[1]]()
