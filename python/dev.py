@@ -1,27 +1,36 @@
 #!/usr/bin/env python3
 """The Python package's quick start, run with the system python3 (3.10+):
 
-    python3 python/dev.py test   # venv, build, pytest, mypy --strict, the wheel check
-    python3 python/dev.py demo   # build, then python/examples/demo.py against koma-sim
+    python3 python/dev.py test          # venv, build, pytest, mypy --strict, the wheel and sdist checks
+    python3 python/dev.py demo          # build, then python/examples/demo.py against koma-sim
+    python3 python/dev.py check-sdist   # the sdist check alone
 
 `test` makes python/.venv if it is missing (kept between runs, like cargo's
 cache), installs the pinned tools there, builds the wheel (release, with
 koma-sim inside) through the package's own backend, installs it, runs
 `pytest python/tests` (a run that collects no test fails), `mypy --strict`
 on the typing usage files and on the package, and the wheel check: the
-wheel's contents (the native module and koma-sim for this platform, nothing
-else binary), then an install into a fresh venv with no network
-(`--no-index`) and a turn against the koma-sim inside it.
+wheel's contents (the native module and koma-sim for this platform, both
+stripped, nothing else binary; a manylinux tag that `auditwheel show`
+agrees with; the repository's address in its metadata), then an install
+into a fresh venv with no network (`--no-index`) and a turn against the
+koma-sim inside it. Then the sdist check: the sdist built, a wheel built
+from it in isolation (`python -m build`), and that wheel checked the same
+way. docs/python-internals.md says what each check proves.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
 import venv
 import zipfile
 from pathlib import Path
@@ -39,6 +48,10 @@ PINS = [
     "anyio==4.16.*",
     "trio==0.35.*",
     "mypy==2.4.*",
+    # the wheel check's second opinion on the manylinux tag
+    "auditwheel==6.8.*",
+    # the sdist check: sdist, then a wheel from it, each in an isolated env
+    "build==1.6.*",
 ]
 
 
@@ -74,6 +87,15 @@ def host() -> str:
     return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
 
 
+def maturin_args() -> str:
+    """maturin's options for the wheels dev.py builds (through MATURIN_PEP517_ARGS)."""
+    # --target: the workspace's cache for this machine's target, shared with
+    # the Node build. --compatibility pypi: the lowest manylinux tag the
+    # native module fits (through PEP 517 maturin's default is the plain
+    # linux tag, which the index refuses). --locked: Cargo.lock as committed.
+    return f"--target {host()} --compatibility pypi --locked"
+
+
 def build(py: Path) -> Path:
     """The release wheel for this machine, through the package's backend (koma-sim inside); installed."""
     step("build the wheel (release, koma-sim inside)")
@@ -82,8 +104,7 @@ def build(py: Path) -> Path:
     DIST.mkdir()
     env = dict(os.environ)
     env["PATH"] = f"{py.parent}{os.pathsep}{env.get('PATH', '')}"  # the venv's maturin
-    # The workspace's cache for this machine's target, shared with the Node build.
-    env.setdefault("MATURIN_PEP517_ARGS", f"--target {host()}")
+    env.setdefault("MATURIN_PEP517_ARGS", maturin_args())
     code = "import sys, koma_build; print(koma_build.build_wheel(sys.argv[1]))"
     run(str(py), "-c", code, str(DIST), cwd=HERE, env={**env, "PYTHONPATH": str(HERE / "_build")})
     wheels = glob.glob(str(DIST / "koma_sdk-*.whl"))
@@ -109,6 +130,71 @@ def binary_kind(data: bytes) -> str | None:
     return None
 
 
+def elf_sections(data: bytes) -> list[str]:
+    """The section names of a 64-bit little-endian ELF file (every Linux target of the package)."""
+    if data[4:6] != b"\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF file")
+
+    def num(at: int, size: int) -> int:
+        return int.from_bytes(data[at : at + size], "little")
+
+    shoff, shentsize, shnum, shstrndx = num(0x28, 8), num(0x3A, 2), num(0x3C, 2), num(0x3E, 2)
+    names_at = num(shoff + shstrndx * shentsize + 0x18, 8)  # sh_offset of the section names
+    out = []
+    for i in range(shnum):
+        start = names_at + num(shoff + i * shentsize, 4)  # sh_name
+        out.append(data[start : data.index(b"\0", start)].decode())
+    return out
+
+
+def unstripped(data: bytes) -> list[str]:
+    """What a stripped ELF binary has no more: its symbol table and debug sections."""
+    return [s for s in elf_sections(data) if s == ".symtab" or s.startswith(".debug")]
+
+
+# manylinux's legacy names, as glibc versions
+LEGACY_TAGS = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def libc_tag(platform_tag: str) -> tuple[str, tuple[int, int]] | None:
+    """("manylinux" or "musllinux", the libc version) of a platform tag, or None."""
+    m = re.fullmatch(r"(manylinux|musllinux)_(\d+)_(\d+)_\w+", platform_tag)
+    if m:
+        return m.group(1), (int(m.group(2)), int(m.group(3)))
+    m = re.fullmatch(r"(manylinux1|manylinux2010|manylinux2014)_\w+", platform_tag)
+    return ("manylinux", LEGACY_TAGS[m.group(1)]) if m else None
+
+
+def check_tag(wheel: Path, platforms: list[str]) -> list[str]:
+    """A Linux wheel's platform tags: manylinux (or musllinux), and none older
+    than the one `auditwheel show` finds the wheel's binaries consistent with."""
+    problems = []
+    for p in platforms:
+        if libc_tag(p) is None:
+            problems.append(f"platform tag {p}: not a manylinux or musllinux tag (the index refuses it)")
+    auditwheel = ensure_venv().parent / "auditwheel"  # at dev.py's pin
+    r = subprocess.run([str(auditwheel), "show", str(wheel)], capture_output=True, text=True)
+    said = " ".join(r.stdout.split()) or r.stderr.strip()
+    m = re.search(r'is consistent with the following platform tag: "([^"]+)"', said)
+    found = libc_tag(m.group(1)) if m else None
+    if r.returncode != 0 or m is None or found is None:
+        return problems + [f"auditwheel show finds no manylinux or musllinux tag: {said}"]
+    print(f"  auditwheel show: consistent with {m.group(1)}")
+    for p in platforms:
+        claimed = libc_tag(p)
+        if claimed and (claimed[0] != found[0] or claimed[1] < found[1]):
+            problems.append(f"platform tag {p}: auditwheel show finds the binaries need {m.group(1)}")
+    return problems
+
+
+def repository_urls() -> tuple[str, str]:
+    """The repository's address and its issues', as the root package.json names them."""
+    manifest = json.loads((ROOT / "package.json").read_text())
+    repo = re.sub(r"^git\+|\.git$", "", manifest["repository"]["url"])
+    assert manifest["homepage"].startswith(repo), manifest["homepage"]
+    return repo, manifest["bugs"]["url"]
+
+
 def check_contents(wheel: Path) -> None:
     step(f"wheel contents: {wheel.name}")
     import platform
@@ -125,15 +211,25 @@ def check_contents(wheel: Path) -> None:
     problems = []
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
+        info_dir = next((n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL")), None)
+        if info_dir is None:
+            sys.exit(f"wheel check failed: {wheel.name} has no .dist-info/WHEEL")
+        tags = [line.split(": ", 1)[1] for line in z.read(f"{info_dir}/WHEEL").decode().splitlines() if line.startswith("Tag: ")]
+        platforms = sorted({t.split("-")[2] for t in tags})
+        linux = all(p != "any" and not p.startswith(("macosx", "win")) for p in platforms)
         for name in sorted(names):
-            kind = binary_kind(z.read(name))
+            data = z.read(name)
+            kind = binary_kind(data)
             if kind is None:
                 continue
             if name not in want:
                 problems.append(f"{name}: an unexpected binary ({kind})")
             elif sys.platform.startswith("linux") and kind != f"elf:{machine}":
                 problems.append(f"{name}: {kind}, not an ELF for {platform.machine()}")
-            print(f"  {name}: {kind}")
+            left = unstripped(data) if kind.startswith("elf:") else []
+            if left:
+                problems.append(f"{name}: not stripped ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''})")
+            print(f"  {name}: {kind}, {len(data):,} bytes{', stripped' if kind.startswith('elf:') and not left else ''}")
         for name in sorted(required - names):
             problems.append(f"{name}: missing")
         if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
@@ -144,6 +240,14 @@ def check_contents(wheel: Path) -> None:
         info = z.getinfo("koma_sdk/bin/koma-sim")
         if not (info.external_attr >> 16) & 0o111:
             problems.append("koma_sdk/bin/koma-sim: not executable in the wheel")
+        metadata = z.read(f"{info_dir}/METADATA").decode()
+    urls = {line.split(", ", 1)[1] for line in metadata.splitlines() if line.startswith("Project-URL: ")}
+    repo, issues = repository_urls()
+    if not {repo, issues} <= urls or any(not u.startswith(repo) for u in urls):
+        problems.append(f"Project-URL: {sorted(urls)}, not the repository's {repo} and {issues} (package.json)")
+    print(f"  platform tags: {', '.join(platforms)}; Project-URLs: {', '.join(sorted(urls))}")
+    if linux:
+        problems += check_tag(wheel, platforms)
     if problems:
         sys.exit("wheel check failed:\n  " + "\n  ".join(problems))
     print(f"  {len(names)} files; the two binaries are the native module and koma-sim for this platform")
@@ -181,6 +285,79 @@ def check_offline_install(wheel: Path) -> None:
         run(str(py), "-c", OFFLINE_TURN, cwd=d, env=env)
 
 
+# What a wheel built from the sdist needs: the Python side and the backend,
+# and the workspace's crates that the native module and koma-sim are built from.
+SDIST_REQUIRED = {
+    "PKG-INFO",
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "_build/koma_build.py",
+    "koma_sdk/__init__.py",
+    "koma_sdk/py.typed",
+    "Cargo.toml",
+    "Cargo.lock",
+    "python/Cargo.toml",
+    "python/src/lib.rs",
+    "crates/koma-transport/Cargo.toml",
+    "crates/koma-transport/src/lib.rs",
+    "crates/koma-sim/Cargo.toml",
+    "crates/koma-sim/src/main.rs",
+}
+
+
+def check_sdist(py: Path) -> None:
+    """The sdist: built, then a wheel from it (each in an isolated env, as
+    `pip install koma_sdk-*.tar.gz` would), checked as the wheel is."""
+    step("the sdist: built, a wheel built from it in isolation, checked, installed with no network")
+    started = time.monotonic()
+    env = dict(os.environ)
+    env.setdefault("MATURIN_PEP517_ARGS", maturin_args())
+    # The clone's cargo cache: the crates.io dependencies build the same from
+    # any directory, so they are reused, while the workspace's own crates
+    # compile again from the sdist's sources (see the mtimes below). The
+    # clone's next build takes those as up to date: they are its sources.
+    env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
+    with tempfile.TemporaryDirectory(prefix="koma-sdk-sdist-") as d:
+        out = Path(d)
+        run(str(py), "-m", "build", "--sdist", "--outdir", str(out / "sdist"), str(HERE), env=env)
+        sdists = list((out / "sdist").glob("koma_sdk-*.tar.gz"))
+        if len(sdists) != 1:
+            sys.exit(f"expected one sdist, found {sdists}")
+        sdist = sdists[0]
+        with tarfile.open(sdist) as tar:
+            top = tar.getnames()[0].split("/", 1)[0]
+            if hasattr(tarfile, "data_filter"):  # refuses links and paths out of the folder (3.10.12 on)
+                tar.extractall(out / "src", filter="data")
+            else:
+                tar.extractall(out / "src")
+        src = out / "src" / top
+        rel = {str(f.relative_to(src)) for f in src.rglob("*") if f.is_file()}
+        binaries = [n for n in sorted(rel) if binary_kind((src / n).read_bytes())]
+        problems = [f"{n}: missing from the sdist" for n in sorted(SDIST_REQUIRED - rel)]
+        problems += [f"{n}: a binary in the sdist" for n in binaries]
+        if problems:
+            sys.exit("sdist check failed:\n  " + "\n  ".join(problems))
+        print(f"  {sdist.name}: {len(rel)} files, {sdist.stat().st_size:,} bytes")
+        # The sdist's files carry one fixed old time, older than anything in
+        # the cache: cargo would take the clone's build of the workspace's
+        # crates as up to date. Touched, those crates compile from the sdist.
+        now = time.time()
+        for f in src.rglob("*"):
+            os.utime(f, (now, now))
+        run(str(py), "-m", "build", "--wheel", "--outdir", str(out / "wheel"), str(src), env=env)
+        wheels = list((out / "wheel").glob("koma_sdk-*.whl"))
+        if len(wheels) != 1:
+            sys.exit(f"expected one wheel built from the sdist, found {wheels}")
+        check_contents(wheels[0])
+        check_offline_install(wheels[0])
+    print(f"  the sdist check took {time.monotonic() - started:.0f} s")
+
+
+def sdist_only() -> None:
+    check_sdist(ensure_venv())
+
+
 def test() -> None:
     py = ensure_venv()
     wheel = build(py)
@@ -196,10 +373,11 @@ def test() -> None:
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
     check_contents(wheel)
     check_offline_install(wheel)
+    check_sdist(py)
     step("benchmark smoke run (every workload briefly, no speed asserted)")
     run(str(py), str(HERE / "bench" / "run.py"), "--smoke", cwd=HERE, env=env)
     run(str(py), str(HERE / "bench" / "per_event.py"), "--smoke", cwd=HERE, env=env)
-    print("\npython: tests, typings, the wheel check and the benchmark smoke run passed")
+    print("\npython: tests, typings, the wheel check, the sdist check and the benchmark smoke run passed")
 
 
 def check_wheel(args: list[str]) -> None:
@@ -227,9 +405,9 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
-    commands = {"test": test, "demo": demo}
+    commands = {"test": test, "demo": demo, "check-sdist": sdist_only}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python3 python/dev.py test|demo (or check-wheel WHEEL, for the release workflow)")
+        sys.exit("usage: python3 python/dev.py test|demo|check-sdist (or check-wheel WHEEL, for the release workflow)")
     commands[sys.argv[1]]()
 
 

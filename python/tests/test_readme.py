@@ -1,10 +1,11 @@
-"""python/README.md is the package's PyPI page: its first program runs as
-pasted, against the koma-sim inside the installed package, and prints what
-the page says it prints; and the page points nowhere a reader of PyPI
-cannot follow."""
+"""python/README.md is the package's PyPI page: it installs from the index
+first; its first program runs as pasted, against the koma-sim inside the
+installed package, and prints what the page shows it prints; and the page
+points nowhere a reader of PyPI cannot follow."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -12,6 +13,9 @@ import sys
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PACKAGE_JSON = Path(__file__).resolve().parents[2] / "package.json"
+# The session id koma-sim makes, new in every run.
+SESSION_ID = re.compile(r"\bs-[0-9a-f]+-[0-9a-f]+\b")
 
 
 def first_program() -> str:
@@ -20,6 +24,15 @@ def first_program() -> str:
     match = re.search(r"```python\n(.*?)```", after, re.S)
     assert match, "no python block after 'This program runs as pasted'"
     return match.group(1)
+
+
+def shown_output() -> str:
+    """The text block right after the first program: what the page says it prints."""
+    after = README.read_text().split("This program runs as pasted", 1)[1]
+    match = re.search(r"```python\n.*?```\n(.*?)```text\n(.*?)```", after, re.S)
+    assert match, "no text block after the first program"
+    assert "```" not in match.group(1), "another block between the program and its output"
+    return match.group(2)
 
 
 def test_the_readme_program_runs_as_pasted(tmp_path: Path) -> None:
@@ -39,10 +52,24 @@ def test_the_readme_program_runs_as_pasted(tmp_path: Path) -> None:
     assert lines[2].startswith("completed "), lines  # run(): its status and output
     assert lines[-1] == "remote unknown_approval", lines  # the comment beside that print says so
     assert r.stderr == "", r.stderr
+    assert SESSION_ID.sub("<session>", r.stdout) == SESSION_ID.sub("<session>", shown_output())
+
+
+def test_the_readme_installs_from_the_index_first_then_from_a_clone() -> None:
+    text = README.read_text()
+    index, clone = text.find("pip install koma-sdk\n"), text.find("pip install ./python")
+    assert 0 <= index < clone < text.index("This program runs as pasted"), "index, then clone, then the program"
+    assert text.index("## Install") < index, "under Install"
 
 
 def test_the_readme_points_nowhere_outside_the_package() -> None:
     text = README.read_text()
     assert "(#)" not in text, "an empty link"
     assert "koma-protocol" not in text, "a file outside the repository"
-    assert re.findall(r"https?://\S+", text) == [], "a link a PyPI reader cannot rely on"
+    # The repository (as package.json names it) and the index, nothing else.
+    repository = re.sub(r"^git\+|\.git$", "", json.loads(PACKAGE_JSON.read_text())["repository"]["url"])
+    for url in re.findall(r"https?://[^\s)>\]]+", text):
+        assert url.rstrip(".,:;").startswith((repository, "https://pypi.org/project/koma-sdk")), url
+    # A relative link is broken on the index's page.
+    for target in re.findall(r"\]\(([^)]*)\)", text):
+        assert re.match(r"https?://", target), f"a relative link: ({target})"
