@@ -419,6 +419,7 @@ const args = process.argv.slice(2);
 const defaults = () =>
   [
     "src",
+    "lib",
     ...readdirSync(join(root, "crates")).map((c) => join("crates", c, "src")),
     "python/src",
     "scripts",

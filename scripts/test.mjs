@@ -5,7 +5,7 @@
 // the `testing` feature (for the tests that inject faults), the Node tests (a
 // count of zero fails), the same again on the portable spawn path
 // (KOMA_SDK_SPAWN=portable, what macOS uses), the typings under
-// `tsc --strict`, and a smoke run of the benchmark.
+// `tsc --strict`, the type check of lib/, and a smoke run of the benchmark.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as repo from "./lib/repo.mjs";
@@ -70,8 +70,9 @@ for (const spawn of ["auto", "portable"]) {
   fail += node.fail;
 }
 
-step("typings (tsc --strict)");
+step("typings (tsc --strict), and the type check of lib/ (the package's JavaScript half)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);
+run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("lib", "tsconfig.json")]);
 
 step("benchmark smoke run");
 run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
