@@ -29,7 +29,8 @@ environment:
   KOMA_SIM_FAULT      comma-separated fault switches (below); an unknown one
                       exits 64
   KOMA_SIM_BENCH      1 adds the bench methods (bench_events, bench_blob,
-                      bench_exit, bench_garbage)
+                      bench_exit, bench_garbage) and the turn text
+                      `bench_turn N B` (N outputs of B bytes each)
 
 fault switches (KOMA_SIM_FAULT=name,name,...):
 ";
