@@ -245,44 +245,52 @@ const figuresText = (f) =>
   `${fmtRate(f.rate)}, CPU µs/event: main ${fmtUs(f.main)}, koma-io ${fmtUs(f.io)}, other ${fmtUs(f.other)}, all ${fmtUs(f.all)}; sim ${fmtUs(f.sim)}`;
 
 /** The rows of one workload: [workload, measure, base, new, new/base, goal, met]. */
-function rowsOf(w, fb, fn) {
-  const row = (measure, b, n, fmt, goal) => {
-    const ratio = n / b;
+/**
+ * The rows of one workload, from the medians of each side (`fb`, `fn`) and
+ * of each round (`pairs`: [base, new] of the rounds where both had whole turns).
+ */
+function rowsOf(w, fb, fn, pairs) {
+  const row = (measure, key, fmt, goal) => {
+    const ratio = fn[key] / fb[key];
     const met = goal ? (goal.test(ratio) ? "met" : "NOT met") : "";
-    return [w.name, measure, fmt(b), fmt(n), fmtX(ratio), goal ? goal.text : "–", met];
+    // The spread of the rounds' own ratios: how far apart two runs of one build land here.
+    const rs = pairs.map(([b, n]) => n[key] / b[key]).filter(Number.isFinite);
+    const spread = rs.length > 1 ? `${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}×` : "–";
+    return [w.name, measure, fmt(fb[key]), fmt(fn[key]), fmtX(ratio), spread, goal ? goal.text : "–", met];
   };
   const atMost = (x) => ({ text: `≤ ${x.toFixed(2)}×`, test: (r) => r <= x });
   const atLeast = (x) => ({ text: `≥ ${x.toFixed(2)}×`, test: (r) => r >= x });
   const rows = [];
   if (w.key === "run") {
-    rows.push(row("main-thread CPU per event", fb.main, fn.main, us, atMost(0.2)));
-    rows.push(row("events/s", fb.rate, fn.rate, fmtRate));
+    rows.push(row("main-thread CPU per event", "main", us, atMost(0.2)));
+    rows.push(row("events/s", "rate", fmtRate));
   } else {
-    rows.push(row("events/s", fb.rate, fn.rate, fmtRate, atLeast(1.0)));
-    rows.push(row("main-thread CPU per event", fb.main, fn.main, us));
+    rows.push(row("events/s", "rate", fmtRate, atLeast(1.0)));
+    rows.push(row("main-thread CPU per event", "main", us));
   }
-  rows.push(row("koma-io threads' CPU per event", fb.io, fn.io, us));
-  rows.push(row("all threads' CPU per event", fb.all, fn.all, us));
+  rows.push(row("koma-io threads' CPU per event", "io", us));
+  rows.push(row("all threads' CPU per event", "all", us));
   return rows;
 }
 
 function printTable(rows) {
-  const head = ["workload", "measure", "base (median)", "new (median)", "new/base", "goal", ""];
+  const head = ["workload", "measure", "base (median)", "new (median)", "new/base", "rounds' new/base", "goal", ""];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join("  ");
   console.log(`\n${line(head)}`);
   console.log(widths.map((x) => "-".repeat(x)).join("  "));
   for (const r of rows) console.log(line(r));
   console.log("\n### Markdown\n");
-  const md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Goal", "Met"];
+  const md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Rounds' new / base", "Goal", "Met"];
   console.log(`| ${md.join(" | ")} |`);
-  console.log(`|${md.map((_, i) => (i >= 2 && i <= 4 ? "---:" : "---")).join("|")}|`);
+  console.log(`|${md.map((_, i) => (i >= 2 && i <= 5 ? "---:" : "---")).join("|")}|`);
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
   console.log(
     "\nMedians over every measured turn of every round. CPU per event: the thread group's CPU time over the turn (schedstat), over N;",
   );
   console.log("main = the JavaScript thread, koma-io = the core's I/O threads, all = process.cpuUsage() (every thread of this process).");
-  console.log("Events/s: N over the turn's wall time, from the call to its result.");
+  console.log("Events/s: N over the turn's wall time, from the call to its result. Rounds' new/base: the lowest and highest");
+  console.log("of the rounds' own ratios (each round's medians), the spread to read a ratio against.");
 }
 
 // ------------------------------------------------------------------ main
@@ -310,7 +318,9 @@ for (const w of WORKLOADS) {
   console.log(`\n${w.name}`);
   const runs = { base: [], new: [] };
   const tally = { base: { turns: 0, overflowed: 0 }, new: { turns: 0, overflowed: 0 } };
+  const byRound = [];
   for (let i = 0; i < P.rounds; i++) {
+    byRound.push({ base: [], new: [] });
     // base first in even rounds, new first in odd ones: a drift of the machine weighs on both.
     for (const side of i % 2 ? ["new", "base"] : ["base", "new"]) {
       const rs = await sideRound(SIDES[side], w, P);
@@ -319,6 +329,7 @@ for (const w of WORKLOADS) {
       const over = rs.filter((r) => !r.ok && r.overflowed).length;
       for (const r of rs) if (!r.ok && (SMOKE || !r.overflowed)) fail(`${w.key} ${side} #${i + 1}: ${r.detail}`);
       runs[side].push(...good);
+      byRound[i][side] = good;
       tally[side].turns += rs.length;
       tally[side].overflowed += over;
       console.log(
@@ -326,9 +337,12 @@ for (const w of WORKLOADS) {
       );
     }
   }
-  if (runs.base.length && runs.new.length) rows.push(...rowsOf(w, figures(runs.base, P.n), figures(runs.new, P.n)));
+  if (runs.base.length && runs.new.length) {
+    const pairs = byRound.filter((r) => r.base.length && r.new.length).map((r) => [figures(r.base, P.n), figures(r.new, P.n)]);
+    rows.push(...rowsOf(w, figures(runs.base, P.n), figures(runs.new, P.n), pairs));
+  }
   const overText = (t) => `${t.overflowed} of ${t.turns}`;
-  rows.push([w.name, "turns that overflowed (left out above)", overText(tally.base), overText(tally.new), "–", "–", ""]);
+  rows.push([w.name, "turns that overflowed (left out above)", overText(tally.base), overText(tally.new), "–", "–", "–", ""]);
 }
 if (rows.length) printTable(rows);
 console.log(`\ntotal ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -223,13 +223,24 @@ def figures_text(f: dict[str, float]) -> str:
     return f"{fmt_rate(f['rate'])}, CPU µs/event: main {u['main']}, koma-io {u['io']}, other {u['other']}, all {u['all']}; sim {u['sim']}"
 
 
-def rows_of(w: Workload, fb: dict[str, float], fn: dict[str, float]) -> list[list[str]]:
-    """[workload, measure, base, new, new/base, goal, met] rows."""
+def rows_of(
+    w: Workload, fb: dict[str, float], fn: dict[str, float], pairs: list[tuple[dict[str, float], dict[str, float]]]
+) -> list[list[str]]:
+    """[workload, measure, base, new, new/base, the rounds' new/base, goal, met]
+    rows, from the medians of each side (`fb`, `fn`) and of each round
+    (`pairs`: base and new of the rounds where both had whole turns)."""
+
+    def ratio_of(n: float, b: float) -> float:
+        return n / b if b else float("nan")
 
     def row(measure: str, key: str, fmt: Callable[[float], str], goal: tuple[str, Callable[[float], bool]] | None = None) -> list[str]:
-        ratio = fn[key] / fb[key] if fb[key] else float("nan")
+        ratio = ratio_of(fn[key], fb[key])
         met = ("met" if goal[1](ratio) else "NOT met") if goal else ""
-        return [w.name, measure, fmt(fb[key]), fmt(fn[key]), f"{ratio:.2f}x" if math.isfinite(ratio) else "n/a", goal[0] if goal else "-", met]
+        # The spread of the rounds' own ratios: how far apart two runs of one build land here.
+        rs = [r for r in (ratio_of(n[key], b[key]) for b, n in pairs) if math.isfinite(r)]
+        spread = f"{min(rs):.2f}-{max(rs):.2f}x" if len(rs) > 1 else "-"
+        shown = f"{ratio:.2f}x" if math.isfinite(ratio) else "n/a"
+        return [w.name, measure, fmt(fb[key]), fmt(fn[key]), shown, spread, goal[0] if goal else "-", met]
 
     if w.key == "run":
         rows = [row("main-thread CPU per event", "main", fmt_us, ("<= 0.20x", lambda r: r <= 0.2)), row("events/s", "rate", fmt_rate)]
@@ -241,7 +252,7 @@ def rows_of(w: Workload, fb: dict[str, float], fn: dict[str, float]) -> list[lis
 
 
 def print_table(rows: list[list[str]]) -> None:
-    head = ["workload", "measure", "base (median)", "new (median)", "new/base", "goal", ""]
+    head = ["workload", "measure", "base (median)", "new (median)", "new/base", "rounds' new/base", "goal", ""]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     print()
     print("  ".join(h.ljust(widths[i]) for i, h in enumerate(head)))
@@ -249,15 +260,16 @@ def print_table(rows: list[list[str]]) -> None:
     for r in rows:
         print("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)))
     print("\n### Markdown\n")
-    md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Goal", "Met"]
+    md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Rounds' new / base", "Goal", "Met"]
     print("| " + " | ".join(md) + " |")
-    print("|" + "|".join("---:" if 2 <= i <= 4 else "---" for i in range(len(md))) + "|")
+    print("|" + "|".join("---:" if 2 <= i <= 5 else "---" for i in range(len(md))) + "|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print(
         "\nMedians over every measured turn of every round. CPU per event: the thread group's CPU time over the turn (schedstat), over N;"
         "\nmain = the event loop's thread, koma-io = the core's I/O threads, all = time.process_time() (every thread of this process)."
-        "\nEvents/s: N over the turn's wall time, from the call to its result."
+        "\nEvents/s: N over the turn's wall time, from the call to its result. Rounds' new/base: the lowest and highest"
+        "\nof the rounds' own ratios (each round's medians), the spread to read a ratio against."
     )
 
 
@@ -316,7 +328,9 @@ async def main() -> int:
         print(f"\n{w.name}")
         runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
         tally = {side: {"turns": 0, "overflowed": 0} for side in sides}
+        by_round: list[dict[str, list[dict[str, Any]]]] = []
         for i in range(p.rounds):
+            by_round.append({"base": [], "new": []})
             # base first in even rounds, new first in odd ones: a drift of the machine weighs on both.
             for side in ("new", "base") if i % 2 else ("base", "new"):
                 rs = await side_round(sides[side], w, p)
@@ -328,15 +342,17 @@ async def main() -> int:
                     f"{w.key} {side} #{i + 1}: {r['detail']}" for r in rs if not r["ok"] and (args.smoke or not r.get("overflowed"))
                 ]
                 runs[side] += good
+                by_round[i][side] = good
                 tally[side]["turns"] += len(rs)
                 tally[side]["overflowed"] += over
                 shown = f": {figures_text(figures(good, p.n))}" if good else ""
                 overflowed = f" ({over} overflowed)" if over else ""
                 print(f"  {side:<4} #{i + 1}: {len(good)}/{len(rs)} turns whole{overflowed}{shown}", flush=True)
         if runs["base"] and runs["new"]:
-            rows += rows_of(w, figures(runs["base"], p.n), figures(runs["new"], p.n))
+            pairs = [(figures(r["base"], p.n), figures(r["new"], p.n)) for r in by_round if r["base"] and r["new"]]
+            rows += rows_of(w, figures(runs["base"], p.n), figures(runs["new"], p.n), pairs)
         over_text = {side: f"{t['overflowed']} of {t['turns']}" for side, t in tally.items()}
-        rows.append([w.name, "turns that overflowed (left out above)", over_text["base"], over_text["new"], "-", "-", ""])
+        rows.append([w.name, "turns that overflowed (left out above)", over_text["base"], over_text["new"], "-", "-", "-", ""])
     if rows:
         print_table(rows)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
