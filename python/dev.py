@@ -377,7 +377,8 @@ def test() -> None:
     step("benchmark smoke run (every workload briefly, no speed asserted)")
     run(str(py), str(HERE / "bench" / "run.py"), "--smoke", cwd=HERE, env=env)
     run(str(py), str(HERE / "bench" / "per_event.py"), "--smoke", cwd=HERE, env=env)
-    print("\npython: tests, typings, the wheel check, the sdist check and the benchmark smoke run passed")
+    run(str(py), str(HERE / "bench" / "turns.py"), "--smoke", cwd=HERE, env=env)
+    print("\npython: tests, typings, the wheel check, the sdist check and the benchmark smoke runs passed")
 
 
 def check_wheel(args: list[str]) -> None:

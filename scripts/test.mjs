@@ -5,7 +5,8 @@
 // the `testing` feature (for the tests that inject faults), the Node tests (a
 // count of zero fails), the same again on the portable spawn path
 // (KOMA_SDK_SPAWN=portable, what macOS uses), the typings under
-// `tsc --strict`, the type check of lib/, and a smoke run of the benchmark.
+// `tsc --strict`, the type check of lib/, and smoke runs of the benchmark
+// and of the turn workloads.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as repo from "./lib/repo.mjs";
@@ -76,4 +77,6 @@ run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "
 
 step("benchmark smoke run");
 run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
+step("turn workloads smoke run (base = new)");
+run(process.execPath, [join(root, "bench", "turns.mjs"), "--smoke"]);
 console.log(`\n${pass} passed, ${fail} failed`);

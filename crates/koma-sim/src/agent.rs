@@ -17,8 +17,9 @@ pub const DEFAULT_MODEL: &str = "sim-1";
 pub enum Entry {
     /// An event frame exactly as sent (compact, without terminator).
     Frame { seq: u64, text: String },
-    /// A `bench_events` run, kept as a range and regenerated on replay.
-    Bench { first: u64, count: u64, bytes: u64 },
+    /// A `bench_events` run (`turn` None: the turn id "bench"), or a piece of
+    /// a `bench_turn` turn's outputs, kept as a range and regenerated on replay.
+    Bench { first: u64, count: u64, bytes: u64, turn: Option<String> },
 }
 
 /// A write waiting for `approve`.
@@ -29,10 +30,14 @@ pub struct Pending {
     pub content_len: usize,
 }
 
+/// What a turn does next. `BenchOutputs` is what a `bench_turn` turn still
+/// has to send: a chunk per step, so that the lock is let go between chunks
+/// (an interrupt gets in).
 pub enum Step {
     Sleep(u64),
     Event(&'static str, Value),
     Approval { approval: String, call: String, path: String, input: Value, content_len: usize },
+    BenchOutputs { left: u64, bytes: u64 },
     Finish,
 }
 
@@ -88,6 +93,8 @@ pub struct Core {
     pub out: Output,
     pub delay_ms: u64,
     pub home: PathBuf,
+    /// Bench mode: a turn text `bench_turn N B` streams N outputs of B bytes.
+    pub bench: bool,
 }
 
 pub fn json_str(s: &str) -> String {
@@ -144,7 +151,10 @@ impl Core {
         let s = self.session.as_mut().expect("a session");
         s.next_turn += 1;
         let id = format!("t-{}", s.next_turn);
-        let steps = plan(s, &id, &text, delay);
+        let steps = match bench_turn(self.bench, &text) {
+            Some((count, bytes)) => VecDeque::from([Step::BenchOutputs { left: count, bytes }, Step::Finish]),
+            None => plan(s, &id, &text, delay),
+        };
         s.active = Some(Turn { id: id.clone(), steps, wait: None, not_before: None });
         eprintln!("koma-sim: turn {id} started");
         self.emit("turn_started", json!({"turn": id, "text": text}));
@@ -226,6 +236,16 @@ impl Core {
                 self.emit_state();
                 self.save();
             }
+            Step::BenchOutputs { left, bytes } => {
+                let n = left.min(bench_chunk(bytes));
+                let turn = self.active_id().unwrap_or_default();
+                self.emit_bench(n, bytes, Some(turn));
+                if n < left {
+                    if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
+                        t.steps.push_front(Step::BenchOutputs { left: left - n, bytes });
+                    }
+                }
+            }
             Step::Finish => {
                 self.finish_active("completed");
                 self.next_or_idle();
@@ -255,8 +275,12 @@ impl Core {
             b.push_str(if i == 0 { "\n" } else { ",\n" });
             match e {
                 Entry::Frame { text, .. } => b.push_str(text),
-                Entry::Bench { first, count, bytes } => {
-                    let _ = write!(b, "{{\"bench\":{{\"first\":{first},\"count\":{count},\"bytes\":{bytes}}}}}");
+                Entry::Bench { first, count, bytes, turn } => {
+                    let _ = write!(b, "{{\"bench\":{{\"first\":{first},\"count\":{count},\"bytes\":{bytes}");
+                    if let Some(t) = turn {
+                        let _ = write!(b, ",\"turn\":{}", json_str(t));
+                    }
+                    b.push_str("}}");
                 }
             }
         }
@@ -271,11 +295,34 @@ impl Core {
         }
     }
 
+    /// Numbers, logs and sends `count` bench `output` events of `bytes`
+    /// each for `turn` (None: `bench_events`, turn id "bench").
+    pub fn emit_bench(&mut self, count: u64, bytes: u64, turn: Option<String>) {
+        if count == 0 {
+            return;
+        }
+        let first = self.seq + 1;
+        self.send_bench(first, count, bytes, 0, turn.as_deref());
+        self.seq += count;
+        if let Some(sess) = self.session.as_mut() {
+            // A turn's chunks that follow each other are one range in the log.
+            if let Some(Entry::Bench { first: f, count: c, bytes: b, turn: t @ Some(_) }) = sess.log.last_mut() {
+                if *f + *c == first && *b == bytes && *t == turn {
+                    *c += count;
+                    return;
+                }
+            }
+            sess.log.push(Entry::Bench { first, count, bytes, turn });
+        }
+    }
+
     /// Sends `count` bench `output` events starting at `first` (only those
     /// with seq > `after`), in large raw chunks. Does not touch `self.seq`.
-    pub fn send_bench(&self, first: u64, count: u64, bytes: u64, after: u64) {
-        let mut tail = Vec::with_capacity(bytes as usize + 80);
-        tail.extend_from_slice(b",\"name\":\"output\",\"data\":{\"turn\":\"bench\",\"text\":\"");
+    pub fn send_bench(&self, first: u64, count: u64, bytes: u64, after: u64, turn: Option<&str>) {
+        let mut tail = Vec::with_capacity(bytes as usize + 100);
+        tail.extend_from_slice(b",\"name\":\"output\",\"data\":{\"turn\":");
+        tail.extend_from_slice(json_str(turn.unwrap_or("bench")).as_bytes());
+        tail.extend_from_slice(b",\"text\":\"");
         tail.resize(tail.len() + bytes as usize, b'x');
         tail.extend_from_slice(b"\"}");
         if self.out.extra {
@@ -313,9 +360,9 @@ impl Core {
                     n += 1;
                 }
                 Entry::Frame { .. } => {}
-                Entry::Bench { first, count, bytes } => {
+                Entry::Bench { first, count, bytes, turn } => {
                     if first + count - 1 > after {
-                        self.send_bench(*first, *count, *bytes, after);
+                        self.send_bench(*first, *count, *bytes, after, turn.as_deref());
                         n += first + count - (*first).max(after + 1);
                     }
                 }
@@ -323,6 +370,25 @@ impl Core {
         }
         n
     }
+}
+
+/// `bench_turn N B` (bench mode only): a turn of N outputs of B bytes each.
+fn bench_turn(bench: bool, text: &str) -> Option<(u64, u64)> {
+    if !bench {
+        return None;
+    }
+    let mut w = text.split_whitespace();
+    if w.next() != Some("bench_turn") {
+        return None;
+    }
+    let count = w.next()?.parse().ok()?;
+    let bytes = w.next()?.parse().ok()?;
+    w.next().is_none().then_some((count, bytes))
+}
+
+/// How many bench outputs of `bytes` fill about one 1 MiB chunk of output.
+fn bench_chunk(bytes: u64) -> u64 {
+    ((1u64 << 20) / (bytes + 80)).max(1)
 }
 
 fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
@@ -469,7 +535,12 @@ pub fn load(home: &std::path::Path, id: &str) -> Result<Loaded, LoadError> {
     for e in v.get("events").and_then(Value::as_array).ok_or_else(|| bad("field `events`"))? {
         if let Some(b) = e.get("bench") {
             let g = |k: &str| b.get(k).and_then(Value::as_u64).ok_or_else(|| bad("a bench entry"));
-            s.log.push(Entry::Bench { first: g("first")?, count: g("count")?, bytes: g("bytes")? });
+            let turn = match b.get("turn") {
+                None => None,
+                Some(Value::String(t)) => Some(t.clone()),
+                Some(_) => return Err(bad("a bench entry")),
+            };
+            s.log.push(Entry::Bench { first: g("first")?, count: g("count")?, bytes: g("bytes")?, turn });
         } else {
             let eseq = e.get("seq").and_then(Value::as_u64).ok_or_else(|| bad("an event's seq"))?;
             let name = e.get("name").and_then(Value::as_str).ok_or_else(|| bad("an event's name"))?;

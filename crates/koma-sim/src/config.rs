@@ -53,20 +53,11 @@ impl Config {
     }
 }
 
-/// `KOMA_SIM_HOME`, else `$XDG_STATE_HOME/koma-sim` (when absolute), else
-/// `$HOME/.local/state/koma-sim`, else `<temp dir>/koma-sim`.
+/// `KOMA_SIM_HOME`, else `<temp dir>/koma-sim`: a stand-in keeps its
+/// sessions out of the user's home unless told otherwise.
 pub fn home_dir() -> PathBuf {
-    if let Some(h) = env_nonempty("KOMA_SIM_HOME") {
-        return PathBuf::from(h);
+    match env_nonempty("KOMA_SIM_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => std::env::temp_dir().join("koma-sim"),
     }
-    if let Some(x) = env_nonempty("XDG_STATE_HOME") {
-        let p = PathBuf::from(x);
-        if p.is_absolute() {
-            return p.join("koma-sim");
-        }
-    }
-    if let Some(h) = env_nonempty("HOME") {
-        return PathBuf::from(h).join(".local").join("state").join("koma-sim");
-    }
-    std::env::temp_dir().join("koma-sim")
 }

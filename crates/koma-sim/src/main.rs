@@ -21,15 +21,16 @@ and waits for `approve`. After detach, or at the end of stdin, it saves the
 session and exits 0. Diagnostics go to stderr, prefixed `koma-sim: `.
 
 environment:
-  KOMA_SIM_HOME       where sessions are saved (default $XDG_STATE_HOME/koma-sim
-                      or ~/.local/state/koma-sim)
+  KOMA_SIM_HOME       where sessions are saved (default <tmp>/koma-sim, the
+                      system's temporary directory: $TMPDIR, else /tmp)
   KOMA_SIM_DELAY_MS   delay before each streamed step of a turn (default 120)
   KOMA_SIM_HELLO_DELAY_MS  wait this long before hello; the end of stdin
                       cuts the wait short (default 0)
   KOMA_SIM_FAULT      comma-separated fault switches (below); an unknown one
                       exits 64
   KOMA_SIM_BENCH      1 adds the bench methods (bench_events, bench_blob,
-                      bench_exit, bench_garbage)
+                      bench_exit, bench_garbage) and the turn text
+                      `bench_turn N B` (N outputs of B bytes each)
 
 fault switches (KOMA_SIM_FAULT=name,name,...):
 ";

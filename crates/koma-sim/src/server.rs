@@ -392,14 +392,7 @@ impl Server {
             "detach" => self.detach(g, req),
             "bench_events" => {
                 let (count, bytes) = (u(p, "count").unwrap_or(0), u(p, "bytes").unwrap_or(0));
-                if count > 0 {
-                    let first = g.seq + 1;
-                    g.send_bench(first, count, bytes, 0);
-                    g.seq += count;
-                    if let Some(sess) = g.session.as_mut() {
-                        sess.log.push(agent::Entry::Bench { first, count, bytes });
-                    }
-                }
+                g.emit_bench(count, bytes, None);
                 self.answer(g, req, ok(json!({"count": count})))
             }
             "bench_exit" => {
@@ -759,6 +752,7 @@ pub fn run(cfg: Config) -> ! {
         out: out.clone(),
         delay_ms: cfg.delay_ms,
         home: cfg.home.clone(),
+        bench: cfg.bench,
     };
     let sh = Arc::new(Shared {
         core: Mutex::new(core),

@@ -44,16 +44,24 @@ pub struct Sim {
 
 impl Sim {
     pub fn spawn(home: &Path, env: &[(&str, &str)]) -> Sim {
+        Sim::spawn_with(Some(home), env)
+    }
+
+    /// `home`: KOMA_SIM_HOME, or None to leave it unset (the sim's default).
+    pub fn spawn_with(home: Option<&Path>, env: &[(&str, &str)]) -> Sim {
         let mut cmd = Command::new(BIN);
         cmd.args(["sdk", "serve"])
             .env_remove("KOMA_SIM_FAULT")
             .env_remove("KOMA_SIM_BENCH")
             .env_remove("KOMA_SIM_HELLO_DELAY_MS")
-            .env("KOMA_SIM_HOME", home)
+            .env_remove("KOMA_SIM_HOME")
             .env("KOMA_SIM_DELAY_MS", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(h) = home {
+            cmd.env("KOMA_SIM_HOME", h);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
