@@ -346,6 +346,11 @@ impl NativeClient {
         guarded(py, "reading the pid", || Ok(self.conn.pid()))
     }
 
+    /// The events counted against the bound now, `(frames, bytes)` (for tests).
+    fn buffered(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        guarded(py, "reading the buffer", || Ok(self.conn.buffered()))
+    }
+
     /// Whether `close()` is done (for tests).
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
         guarded(py, "reading the phase", || Ok(self.conn.is_closed()))

@@ -345,3 +345,29 @@ async def random_session(c: Any, seed: int) -> None:
 async def test_events_beside_turns_every_event_reaches_exactly_one(sim_client: MakeClient) -> None:
     for seed in range(1000, 1008):
         await random_session(sim_client(), seed)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the count is what matters; trio runs the same core calls
+async def test_ten_thousand_runs_nobody_reads_hold_nothing(sim_client: MakeClient) -> None:
+    # A run() hands no event to Python (the core collects its result), and
+    # what reaches the client's own stream unread (an idle state after each
+    # turn) stays within the protocol's bound: memory is flat however long
+    # the client runs. (koma-sim keeps the session in memory: saving it
+    # after every turn would cost time growing with the square of the turns.)
+    c = sim_client(env={"KOMA_SIM_SAVE": "0"})
+    await c.create()
+    for i in range(10_000):
+        r = await c.run("hello", on_approval="deny")
+        assert r.status == "completed", (i, r)
+    assert c._turns == {}, "no Turn is kept once its result came"
+    assert c._queue._cursor._batch == [], "Python holds no event of the client's stream"
+    frames, _ = c._native.buffered()
+    assert frames <= 256, f"the core holds {frames} events: over the bound"
+    items, taken = [], 0
+    with anyio.fail_after(20):
+        async for item in c.events():
+            items.append(item)
+            taken += 1
+            if item.type == "overflow":
+                break
+    assert items[-1].type == "overflow", "the unread idle states overflowed once, and were dropped"

@@ -93,6 +93,8 @@ pub struct Core {
     pub out: Output,
     pub delay_ms: u64,
     pub home: PathBuf,
+    /// Sessions are written to `home` (see `Config::saves`).
+    pub saves: bool,
     /// Bench mode: a turn text `bench_turn N B` streams N outputs of B bytes.
     pub bench: bool,
 }
@@ -257,7 +259,7 @@ impl Core {
 
     /// Writes the session file (atomically: temp file, then rename).
     pub fn save(&self) {
-        let Some(s) = &self.session else { return };
+        let Some(s) = self.session.as_ref().filter(|_| self.saves) else { return };
         let mut b = String::with_capacity(256 + s.log.len() * 128);
         let _ = write!(
             b,

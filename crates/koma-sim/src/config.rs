@@ -27,6 +27,11 @@ pub struct Config {
     pub hello_delay_ms: u64,
     pub bench: bool,
     pub home: PathBuf,
+    /// `KOMA_SIM_SAVE=0`: sessions live in memory only. Every save writes the
+    /// whole log, so a session of thousands of turns costs time that grows
+    /// with the square of its length; a test of a long-lived client turns
+    /// saving off.
+    pub saves: bool,
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -49,7 +54,12 @@ impl Config {
         let delay_ms = ms_var("KOMA_SIM_DELAY_MS")?.unwrap_or(120);
         let hello_delay_ms = ms_var("KOMA_SIM_HELLO_DELAY_MS")?.unwrap_or(0);
         let bench = env_nonempty("KOMA_SIM_BENCH").as_deref() == Some("1");
-        Ok(Config { faults, delay_ms, hello_delay_ms, bench, home: home_dir() })
+        let saves = match env_nonempty("KOMA_SIM_SAVE").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => return Err(format!("KOMA_SIM_SAVE must be 0 or 1, not `{v}`")),
+        };
+        Ok(Config { faults, delay_ms, hello_delay_ms, bench, home: home_dir(), saves })
     }
 }
 

@@ -23,6 +23,8 @@ session and exits 0. Diagnostics go to stderr, prefixed `koma-sim: `.
 environment:
   KOMA_SIM_HOME       where sessions are saved (default <tmp>/koma-sim, the
                       system's temporary directory: $TMPDIR, else /tmp)
+  KOMA_SIM_SAVE       0 keeps sessions in memory only (nothing is written;
+                      a session cannot be resumed) (default 1)
   KOMA_SIM_DELAY_MS   delay before each streamed step of a turn (default 120)
   KOMA_SIM_HELLO_DELAY_MS  wait this long before hello; the end of stdin
                       cuts the wait short (default 0)

@@ -752,6 +752,7 @@ pub fn run(cfg: Config) -> ! {
         out: out.clone(),
         delay_ms: cfg.delay_ms,
         home: cfg.home.clone(),
+        saves: cfg.saves,
         bench: cfg.bench,
     };
     let sh = Arc::new(Shared {

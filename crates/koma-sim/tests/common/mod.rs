@@ -55,6 +55,7 @@ impl Sim {
             .env_remove("KOMA_SIM_BENCH")
             .env_remove("KOMA_SIM_HELLO_DELAY_MS")
             .env_remove("KOMA_SIM_HOME")
+            .env_remove("KOMA_SIM_SAVE")
             .env("KOMA_SIM_DELAY_MS", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

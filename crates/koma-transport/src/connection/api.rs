@@ -186,6 +186,19 @@ impl Connection {
         s.child.process.as_ref().filter(|p| !p.is_reaped()).map(|p| p.pid())
     }
 
+    /// The events counted against the bound now, as `(frames, bytes)`: held
+    /// for `events()` or a turn's loop, or lent and not yet taken (for tests
+    /// and diagnostics).
+    pub fn buffered(&self) -> (usize, usize) {
+        if self.link.foreign().is_some() {
+            return (0, 0);
+        }
+        let mut s = self.link.lock();
+        let (count, bytes) = self.link.counters.taken();
+        s.stream.events.settle(count, bytes);
+        (s.stream.events.counted_frames(), s.stream.events.counted_bytes())
+    }
+
     /// Whether the child's exit is watched through a pidfd (for tests and diagnostics).
     pub fn has_pidfd(&self) -> Option<bool> {
         if self.link.foreign().is_some() {

@@ -24,6 +24,8 @@ mod news;
 mod result;
 mod router;
 mod spec;
+#[cfg(test)]
+mod tests;
 mod text;
 mod turn;
 mod unrouted;

@@ -2,8 +2,8 @@
 //! a completion for the turn's key (`Outcome::Turn`), in the order it
 //! happened.
 
-use crate::raw_json::RawJson;
 use crate::error::KomaError;
+use crate::raw_json::RawJson;
 
 #[derive(Debug)]
 pub enum TurnNews {

@@ -390,10 +390,15 @@ impl Turns {
     /// The client failed or closed: every open turn ends (with `error`,
     /// unless it finished), and what waited for its consumer goes on to it.
     pub fn end_all(&mut self, buffer: &mut EventBuffer, error: &KomaError) {
+        // What waited goes on first, to the turns that have an id (whose
+        // results it is part of) or to `events()`; then the turns end.
+        for t in &mut self.open {
+            t.give_up_id();
+        }
+        self.flush_unrouted(buffer);
         for t in &mut self.open {
             t.fail(error.clone(), &mut self.fx);
         }
-        self.flush_unrouted(buffer);
         self.sweep(buffer);
     }
 

@@ -374,14 +374,22 @@ impl Turn {
     /// and an approval request among that is denied, since nobody saw it.
     pub fn overflow(&mut self, dropped: u64, fx: &mut Effects) {
         let Some(stream) = self.stream.as_mut() else { return };
-        if !stream.overflow(dropped) {
-            return;
+        if !stream.is_counted() || stream.is_paused() {
+            return; // nothing of it is cleared
         }
+        let s = &*stream;
+        let gone = self.approvals.take_for_application(|p| p.batch.is_some_and(|b| s.holds(b)));
+        stream.overflow(dropped);
         self.collected.overflowed = true;
-        let stream = &*stream;
-        let gone = self.approvals.take_for_application(|p| p.batch.is_some_and(|b| stream.holds(b)));
         for p in gone {
             self.decide(p.approval, p.call, Decision::Deny, How::Lost, fx);
+        }
+    }
+
+    /// The client failed or closed before the submit answered: no id will come.
+    pub fn give_up_id(&mut self) {
+        if self.id == Id::Waiting {
+            self.id = Id::Never;
         }
     }
 
