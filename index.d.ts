@@ -244,10 +244,10 @@ export interface KomaError {
   /** What led to it: an aborted signal's reason, or what `onApproval` threw. */
   cause?: unknown
   /**
-   * The result so far of a turn that was aborted, timed out, or whose
-   * `onApproval` failed (`turn.result` and `run()`).
+   * What the turn had come to, on every rejection of `turn.result` and
+   * `run()` (and every error a loop over a Turn throws).
    */
-  result?: TurnResult
+  result?: PartialTurnResult
 }
 
 /** An event of the catalog. Narrow on `name`. */
@@ -276,6 +276,19 @@ export interface OverflowReport {
   type: 'overflow'
   /** How many events were discarded. */
   dropped: number
+}
+
+/**
+ * What a turn that failed had come to: its `turn` is `null` when koma
+ * never started one (the submit failed, or the options were bad).
+ */
+export interface PartialTurnResult {
+  turn: string | null
+  status: 'completed' | 'interrupted' | 'failed' | 'unknown' | (string & {})
+  output: string
+  toolCalls: Array<ToolCallRecord>
+  events: number
+  overflowed: boolean
 }
 
 /** The server's `error` of a failed response (`err.remote` when `err.code === "remote"`). */
@@ -386,7 +399,10 @@ export interface ToolCallRecord {
   output?: unknown
   /** Whether the tool failed, once its result came. */
   error?: boolean
-  /** How `onApproval` (or the turn, for want of a reader) answered its approval. */
+  /**
+   * How its approval was answered: by `onApproval`, by the application's
+   * `approve()`, or denied for want of anyone to answer.
+   */
   approval?: 'allow' | 'deny'
 }
 
@@ -411,11 +427,12 @@ export interface ToolResultEvent {
  * A turn started by `client.turn()`: an async iterable of its events (its
  * `turn_started` through its `turn_finished`, with the `state` and
  * `diagnostic` events between them, and an overflow report if one hit),
- * its id, its result, and a way to interrupt it. Leaving a loop over it
- * early (`break`, `return`, a throw) interrupts the turn if it still runs;
- * the result then settles when its `turn_finished` arrives, with the status
- * koma reports (normally `"interrupted"`). Iterating again goes on from
- * where the last loop stopped.
+ * its id, its result, and a way to interrupt it. A loop over it ends the
+ * way its result settles: after its events, normally, or throwing the
+ * error the result rejects with. Leaving a loop early (`break`, `return`,
+ * a throw) interrupts the turn if it still runs; the result then settles
+ * when its `turn_finished` arrives, with the status koma reports (normally
+ * `"interrupted"`). Iterating again goes on from where the last loop stopped.
  *
  * Only `client.turn()` makes one: it is a type with no constructor. (Its
  * `extends` is in its name because napi-rs objects cannot have symbol keys.)
@@ -429,9 +446,9 @@ export interface Turn extends AsyncIterable<EventItem> {
   /**
    * The turn's result, once its `turn_finished` has arrived. Rejects with
    * `aborted` or `timeout` (after the agent was interrupted), with
-   * `invalid_params` if `onApproval` failed (after the turn finished), or
-   * with the client's error if it failed first; the first three carry the
-   * result so far as `result`.
+   * `invalid_params` if the options were bad or `onApproval` failed
+   * (after the turn finished), or with the client's error if it failed
+   * first; every rejection carries the result so far as `result`.
    */
   readonly result: Promise<TurnResult>
   /** Interrupt this turn if it is still running (nothing is written otherwise). */
@@ -490,16 +507,20 @@ export interface TurnOptions {
 export interface TurnResult {
   turn: string
   /**
-   * What `turn_finished` said; `"unknown"` only when an overflow lost the
-   * `turn_finished` (then `overflowed` is true).
+   * What `turn_finished` said, as koma said it (a status outside the
+   * catalog included); `"unknown"` when no `turn_finished` came.
    */
-  status: 'completed' | 'interrupted' | 'failed' | 'unknown'
+  status: 'completed' | 'interrupted' | 'failed' | 'unknown' | (string & {})
   /** All the turn's `output` text, joined. */
   output: string
   toolCalls: Array<ToolCallRecord>
   /** How many events the turn had. */
   events: number
-  /** An overflow hit during the turn: `output` may be incomplete. */
+  /**
+   * An overflow cost the turn's loop events (the result is still
+   * collected from every event, unless they were dropped before the turn
+   * was known: then `output` may lack pieces).
+   */
   overflowed: boolean
 }
 

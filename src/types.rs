@@ -108,11 +108,12 @@ pub struct RunOptions<'e> {
 /// A turn started by `client.turn()`: an async iterable of its events (its
 /// `turn_started` through its `turn_finished`, with the `state` and
 /// `diagnostic` events between them, and an overflow report if one hit),
-/// its id, its result, and a way to interrupt it. Leaving a loop over it
-/// early (`break`, `return`, a throw) interrupts the turn if it still runs;
-/// the result then settles when its `turn_finished` arrives, with the status
-/// koma reports (normally `"interrupted"`). Iterating again goes on from
-/// where the last loop stopped.
+/// its id, its result, and a way to interrupt it. A loop over it ends the
+/// way its result settles: after its events, normally, or throwing the
+/// error the result rejects with. Leaving a loop early (`break`, `return`,
+/// a throw) interrupts the turn if it still runs; the result then settles
+/// when its `turn_finished` arrives, with the status koma reports (normally
+/// `"interrupted"`). Iterating again goes on from where the last loop stopped.
 ///
 /// Only `client.turn()` makes one: it is a type with no constructor. (Its
 /// `extends` is in its name because napi-rs objects cannot have symbol keys.)
@@ -124,9 +125,9 @@ pub struct Turn<'e> {
     pub id: Unknown<'e>,
     /// The turn's result, once its `turn_finished` has arrived. Rejects with
     /// `aborted` or `timeout` (after the agent was interrupted), with
-    /// `invalid_params` if `onApproval` failed (after the turn finished), or
-    /// with the client's error if it failed first; the first three carry the
-    /// result so far as `result`.
+    /// `invalid_params` if the options were bad or `onApproval` failed
+    /// (after the turn finished), or with the client's error if it failed
+    /// first; every rejection carries the result so far as `result`.
     #[napi(readonly, ts_type = "Promise<TurnResult>")]
     pub result: Unknown<'e>,
     /// Interrupt this turn if it is still running (nothing is written otherwise).
@@ -146,7 +147,8 @@ pub struct ToolCallRecord {
     pub output: Option<Value>,
     /// Whether the tool failed, once its result came.
     pub error: Option<bool>,
-    /// How `onApproval` (or the turn, for want of a reader) answered its approval.
+    /// How its approval was answered: by `onApproval`, by the application's
+    /// `approve()`, or denied for want of anyone to answer.
     #[napi(ts_type = "'allow' | 'deny'")]
     pub approval: Option<String>,
 }
@@ -155,16 +157,31 @@ pub struct ToolCallRecord {
 #[napi(object, object_to_js = false, object_from_js = false)]
 pub struct TurnResult {
     pub turn: String,
-    /// What `turn_finished` said; `"unknown"` only when an overflow lost the
-    /// `turn_finished` (then `overflowed` is true).
-    #[napi(ts_type = "'completed' | 'interrupted' | 'failed' | 'unknown'")]
+    /// What `turn_finished` said, as koma said it (a status outside the
+    /// catalog included); `"unknown"` when no `turn_finished` came.
+    #[napi(ts_type = "'completed' | 'interrupted' | 'failed' | 'unknown' | (string & {})")]
     pub status: String,
     /// All the turn's `output` text, joined.
     pub output: String,
     pub tool_calls: Vec<ToolCallRecord>,
     /// How many events the turn had.
     pub events: u32,
-    /// An overflow hit during the turn: `output` may be incomplete.
+    /// An overflow cost the turn's loop events (the result is still
+    /// collected from every event, unless they were dropped before the turn
+    /// was known: then `output` may lack pieces).
+    pub overflowed: bool,
+}
+
+/// What a turn that failed had come to: its `turn` is `null` when koma
+/// never started one (the submit failed, or the options were bad).
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
+pub struct PartialTurnResult {
+    pub turn: Option<String>,
+    #[napi(ts_type = "'completed' | 'interrupted' | 'failed' | 'unknown' | (string & {})")]
+    pub status: String,
+    pub output: String,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub events: u32,
     pub overflowed: bool,
 }
 
@@ -299,9 +316,9 @@ pub struct KomaError {
     /// What led to it: an aborted signal's reason, or what `onApproval` threw.
     #[napi(ts_type = "unknown")]
     pub cause: Option<Value>,
-    /// The result so far of a turn that was aborted, timed out, or whose
-    /// `onApproval` failed (`turn.result` and `run()`).
-    pub result: Option<TurnResult>,
+    /// What the turn had come to, on every rejection of `turn.result` and
+    /// `run()` (and every error a loop over a Turn throws).
+    pub result: Option<PartialTurnResult>,
 }
 
 macro_rules! event {

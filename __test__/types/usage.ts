@@ -6,6 +6,7 @@ import {
   type EventItem,
   type KomaError,
   type State,
+  type PartialTurnResult,
   type TurnResult,
   type ApprovalRequestedData,
   type InterruptResult,
@@ -50,7 +51,9 @@ async function main(): Promise<void> {
   // A turn in one call, with an async approval handler.
   const ask = async (request: ApprovalRequestedData): Promise<"allow" | "deny"> => (request.tool === "write_file" ? "allow" : "deny");
   const result: TurnResult = await client.run({ text: "fix notes.txt" }, { onApproval: ask, timeout: 10_000 });
-  const finished: "completed" | "interrupted" | "failed" | "unknown" = result.status;
+  // koma's status as it said it: the catalog's, "unknown", or another string.
+  const finished: string = result.status;
+  if (result.status === "completed") void finished;
   const approvals = result.toolCalls.map((c) => c.approval ?? "none");
   // A tool's input and output are unknown: narrowed before use.
   const outputs = result.toolCalls.map((c) => (typeof c.output === "string" ? c.output.length : 0));
@@ -83,8 +86,10 @@ function wrong(client: Client, item: EventItem, caught: unknown, options: RunOpt
     // @ts-expect-error the codes are the protocol's table
     const other: typeof code = "ENOENT";
     void other;
-    const partial: TurnResult | undefined = caught.result;
-    void partial;
+    const partial: PartialTurnResult | undefined = caught.result;
+    // What a failed turn had come to: `turn` is null when koma never started one.
+    const started: string | null | undefined = partial?.turn;
+    void started;
   }
   if (item.type === "event" && item.name === "tool_call") {
     // @ts-expect-error a tool's input is unknown, not any

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from asyncio.events import _get_running_loop as _running_loop  # C, None outside a loop
-from typing import Any, Awaitable, Callable, Generator, List, Optional, Protocol
+from typing import Any, Awaitable, Callable, Generator, List, Optional, Protocol, TypeVar
 
 from ._errors import KomaError
+
+T = TypeVar("T")
 
 
 class Future(Protocol):
@@ -53,6 +55,14 @@ class Backend(Protocol):
     def call_soon(self, callback: Callable[[], None]) -> None: ...
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancel: ...
+
+    def is_running(self) -> bool:
+        """Whether this loop still runs (from any thread)."""
+
+    async def shielded(self, work: Awaitable[T]) -> T:
+        """Await `work` to its end even if the caller is cancelled meanwhile
+        (cleanup that must finish, as `close()`); the cancellation is then
+        delivered as usual."""
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         """Run `work` as a task of its own; it must catch its own errors.
@@ -102,6 +112,14 @@ class _Asyncio:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Cancel:
         return self._loop.call_later(delay, callback)
+
+    def is_running(self) -> bool:
+        return self._loop.is_running() and not self._loop.is_closed()
+
+    async def shielded(self, work: Awaitable[T]) -> T:
+        # asyncio delivers a cancellation once: the close goes on in a task
+        # of its own while the caller gets CancelledError.
+        return await asyncio.shield(work)
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         async def run() -> None:
@@ -169,13 +187,23 @@ class _TrioFuture:
         return await trio.lowlevel.wait_task_rescheduled(abort)
 
 
+class _TrioWatch:
+    """One watched descriptor: its pump's scope, and whether it was let go."""
+
+    __slots__ = ("scope", "stopped")
+
+    def __init__(self, scope: Any) -> None:
+        self.scope = scope
+        self.stopped = False
+
+
 class _Trio:
     __slots__ = ("key", "_token", "_watches")
 
     def __init__(self, token: Any) -> None:
         self.key: object = token
         self._token = token
-        self._watches: dict[int, Any] = {}
+        self._watches: dict[int, _TrioWatch] = {}
 
     def future(self) -> Future:
         return _TrioFuture()
@@ -186,26 +214,36 @@ class _Trio:
     def watch(self, fd: int, callback: Callable[[], None]) -> None:
         import trio
 
-        scope = trio.CancelScope()
-        self._watches[fd] = scope
+        watch = _TrioWatch(trio.CancelScope())
+        self._watches[fd] = watch
 
         async def pump() -> None:
-            with scope:
-                while True:
-                    await trio.lowlevel.wait_readable(fd)
+            # A system task: anything it raised would end the whole run. The
+            # callback may let go of the descriptor (the client closed), so
+            # the watch is checked before each wait, and a wait that the
+            # descriptor's closing ends is the watch's end too.
+            with watch.scope:
+                while not watch.stopped:
+                    try:
+                        await trio.lowlevel.wait_readable(fd)
+                    except (trio.ClosedResourceError, OSError):
+                        return
+                    if watch.stopped:
+                        return
                     callback()
 
         trio.lowlevel.spawn_system_task(pump)
 
     def unwatch(self, fd: int, then: Callable[[], None]) -> None:
-        scope = self._watches.pop(fd, None)
+        watch = self._watches.pop(fd, None)
 
         def stop() -> None:
             try:
-                if scope is not None:
+                if watch is not None:
                     import trio
 
-                    scope.cancel()
+                    watch.stopped = True
+                    watch.scope.cancel()
                     # Forget the descriptor in trio's epoll before it is closed.
                     trio.lowlevel.notify_closing(fd)
             finally:
@@ -235,6 +273,23 @@ class _Trio:
         trio.lowlevel.spawn_system_task(wait)
         return scope
 
+    def is_running(self) -> bool:
+        import trio
+
+        try:
+            self._token.run_sync_soon(_nothing)
+        except trio.RunFinishedError:
+            return False
+        return True
+
+    async def shielded(self, work: Awaitable[T]) -> T:
+        import trio
+
+        # A cancel scope keeps raising at every await inside it: shield the
+        # cleanup, as trio's own libraries do.
+        with trio.CancelScope(shield=True):
+            return await work
+
     def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         import trio
 
@@ -246,6 +301,10 @@ class _Trio:
 
         trio.lowlevel.spawn_system_task(run)
         return scope
+
+
+def _nothing() -> None:
+    pass
 
 
 def _in_trio_run(token: Any) -> bool:
@@ -274,30 +333,6 @@ def current() -> Backend:
         except RuntimeError:
             pass
     raise KomaError("invalid_params", "koma_sdk needs a running asyncio or trio event loop here")
-
-
-class Sink:
-    """Where a call's answer goes when no task awaits it (the turn layer)."""
-
-    __slots__ = ("_on_value", "_on_error", "_done")
-
-    def __init__(self, on_value: Callable[[Any], None], on_error: Callable[[KomaError], None]) -> None:
-        self._on_value = on_value
-        self._on_error = on_error
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, value: Any) -> None:
-        self._done = True
-        self._on_value(value)
-
-    def set_exception(self, error: BaseException) -> None:
-        self._done = True
-        assert isinstance(error, KomaError)
-        self._on_error(error)
-
 
 
 def serve(waiting: List[Future], take: Callable[[], Any]) -> None:

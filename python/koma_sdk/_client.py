@@ -234,7 +234,6 @@ class Client:
         self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
         self._calls: Dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
-        self._bind = self._wake.current
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
         self._queue = ClientStream(self._native, self._bind)
@@ -242,6 +241,29 @@ class Client:
         self._turns: Dict[int, Turn] = {}
 
     # ---- plumbing
+
+    def _bind(self) -> _backend.Backend:
+        """The running loop's backend, which the client is bound to from now
+        on. A client serves one loop at a time: from another loop while the
+        first still waits on it (calls, a Turn, a loop over `events()`), it
+        refuses (`lifecycle`), since moving would stall the first loop; once
+        that loop is idle or gone (another `asyncio.run`, a notebook cell),
+        the client moves to the new one."""
+        wake = self._wake
+        backend = wake.backend
+        if backend is not None and backend.is_current():
+            return backend
+        if backend is not None and self._busy() and backend.is_running():
+            raise KomaError(
+                "lifecycle",
+                "this client is waited on in another event loop (its calls, a Turn or a loop over events() "
+                "are in flight there): a client serves one loop at a time; await it there, or make a client "
+                "per loop",
+            )
+        return wake.current()
+
+    def _busy(self) -> bool:
+        return bool(self._calls or self._turns or self._queue._waiting)
 
     def _deliver(self) -> None:
         """One wake: settle every call it answered, then serve the events."""
@@ -410,13 +432,21 @@ class Client:
         (process, descriptor, task). Pending calls get `delivery_unknown`."""
         native = self._native
         token = native.token()
-        if not native.close(token):
-            fut = self._bind().future()
-            self._calls[token] = fut
-            try:
-                await fut
-            finally:
-                self._calls.pop(token, None)
+        if native.close(token):
+            self._release()
+            return
+        backend = self._bind()
+        fut = backend.future()
+        self._calls[token] = fut
+        # Run to its end (it is bounded) even when the caller is cancelled,
+        # as leaving `async with` through a cancel scope does.
+        await backend.shielded(self._closed(token, fut))
+
+    async def _closed(self, token: int, fut: _backend.Future) -> None:
+        try:
+            await fut
+        finally:
+            self._calls.pop(token, None)
         self._release()
 
     # ---- events and turns

@@ -1,9 +1,11 @@
 //! What the turn layer reads of an event's data: the turn it names, and the
-//! fields its result is collected from. Read leniently: a field missing or
-//! of another type is as if absent.
+//! fields its result is collected from, in one pass. Read leniently: a field
+//! missing or of another type is as if absent.
 
 use std::borrow::Cow;
+use std::fmt;
 
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -24,70 +26,142 @@ pub(super) struct Fields<'a> {
     pub error: Option<bool>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Raw<'a> {
-    #[serde(borrow)]
-    turn: Option<&'a RawValue>,
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
-    #[serde(borrow)]
-    call: Option<&'a RawValue>,
-    #[serde(borrow)]
-    tool: Option<&'a RawValue>,
-    #[serde(borrow)]
-    approval: Option<&'a RawValue>,
-    #[serde(borrow)]
-    status: Option<&'a RawValue>,
-    #[serde(borrow)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow)]
-    output: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
+/// A string, or nothing (for any other value).
+struct Lenient<'a>(Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for Lenient<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Lenient<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(Cow::Owned(s.to_owned()))))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(Cow::Owned(s))))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A key, borrowed from the data when it has no escape (serde's `Cow`
+/// would always copy it).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                let mut f = Fields::default();
+                let mut seen = [false; 9];
+                while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
+                    let slot = match key.as_ref() {
+                        "turn" => 0,
+                        "text" => 1,
+                        "call" => 2,
+                        "tool" => 3,
+                        "approval" => 4,
+                        "status" => 5,
+                        "input" => 6,
+                        "output" => 7,
+                        "error" => 8,
+                        _ => {
+                            a.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[slot], true) {
+                        return Err(de::Error::custom("a key twice")); // nothing is guessed
+                    }
+                    match slot {
+                        0 => f.turn = a.next_value::<Lenient<'de>>()?.0,
+                        1 => f.text = a.next_value::<Lenient<'de>>()?.0,
+                        2 => f.call = a.next_value::<Lenient<'de>>()?.0,
+                        3 => f.tool = a.next_value::<Lenient<'de>>()?.0,
+                        4 => f.approval = a.next_value::<Lenient<'de>>()?.0,
+                        5 => f.status = a.next_value::<Lenient<'de>>()?.0,
+                        6 => f.input = Some(a.next_value::<&'de RawValue>()?.get()),
+                        7 => f.output = Some(a.next_value::<&'de RawValue>()?.get()),
+                        _ => {
+                            f.error = match a.next_value::<&'de RawValue>()?.get() {
+                                "true" => Some(true),
+                                "false" => Some(false),
+                                _ => None,
+                            }
+                        }
+                    }
+                }
+                Ok(f)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The fields of `data` (JSON text the reader has checked). Data that is not
 /// an object, or holds a key twice, has none.
 pub(super) fn fields(data: &[u8]) -> Fields<'_> {
     let Ok(text) = std::str::from_utf8(data) else { return Fields::default() };
-    let Ok(raw) = serde_json::from_str::<Raw<'_>>(text) else { return Fields::default() };
-    Fields {
-        turn: string(raw.turn),
-        text: string(raw.text),
-        call: string(raw.call),
-        tool: string(raw.tool),
-        approval: string(raw.approval),
-        status: string(raw.status),
-        input: raw.input.map(RawValue::get),
-        output: raw.output.map(RawValue::get),
-        error: raw.error.and_then(|e| match e.get() {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => None,
-        }),
-    }
+    serde_json::from_str::<Fields<'_>>(text).unwrap_or_default()
 }
 
-/// Just the turn an event names (for routing).
+/// Just the turn an event names (a submit's answer).
 pub(super) fn turn_of(data: &[u8]) -> Option<Cow<'_, str>> {
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Turn<'a> {
-        #[serde(borrow)]
-        turn: Option<&'a RawValue>,
-    }
-    let text = std::str::from_utf8(data).ok()?;
-    string(serde_json::from_str::<Turn<'_>>(text).ok()?.turn)
-}
-
-fn string(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let text = raw?.get();
-    // Borrowed when it has no escape (serde's `Cow` would always copy).
-    match serde_json::from_str::<&str>(text) {
-        Ok(s) => Some(Cow::Borrowed(s)),
-        Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
-    }
+    fields(data).turn
 }
 
 /// The lifted strings under the field `key` of data, with paths from that field.
@@ -110,8 +184,9 @@ mod tests {
 
     #[test]
     fn fields_are_read_leniently() {
-        let f = fields(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":1}"#);
+        let f = fields(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":{"turn":"no"}}"#);
         assert_eq!(f.turn.as_deref(), Some("t-1"));
+        assert!(matches!(f.turn, Some(Cow::Borrowed(_))), "no copy without an escape");
         assert_eq!(f.call.as_deref(), Some("c-1"));
         assert_eq!(f.input, Some(r#"{"a":[1]}"#));
         assert_eq!(f.error, Some(true));
@@ -120,5 +195,6 @@ mod tests {
         assert!(fields(br#"{"turn":"a","turn":"b"}"#).turn.is_none(), "a key twice: nothing is guessed");
         assert_eq!(turn_of(br#"{"text":"x","turn":"t-9"}"#).as_deref(), Some("t-9"));
         assert_eq!(turn_of(br#"{"turn":null}"#), None);
+        assert_eq!(turn_of(br#"{"t\u0075rn":"t-2"}"#).as_deref(), Some("t-2"), "an escaped key is the key");
     }
 }

@@ -1,48 +1,51 @@
-//! A catalog event as the turn layer holds it: owned, so it can wait for its
+//! A catalog event as the turn layer handles it: borrowed from the read it
+//! came in while it is routed at once, owned while it waits for its
 //! consumer to be known.
 
-use std::ops::Range;
+use std::borrow::Cow;
 
 use crate::events::Stream;
 use crate::lift::LiftedString;
 
 #[derive(Debug)]
-pub struct Event {
+pub struct Event<'a> {
     pub seq: u64,
     pub name: &'static str,
     /// The size of its frame (its JSON text, without the line terminator).
     pub frame_bytes: usize,
-    /// `seq,"name",data`: the event's first three entries in its batch (the
-    /// core's batch format: see `BATCH_STRIDE`).
-    entry: Vec<u8>,
-    /// Where `data` lies in `entry`.
-    data: Range<usize>,
+    /// Its `data`, as JSON text (with `""` for each lifted string).
+    data: Cow<'a, [u8]>,
     /// The strings lifted out of `data`, with paths from it.
     pub lifts: Vec<LiftedString>,
 }
 
-impl Event {
-    pub fn new(seq: u64, name: &'static str, frame_bytes: usize, data: &[u8], lifts: Vec<LiftedString>) -> Self {
-        let mut entry = Vec::with_capacity(data.len() + name.len() + 24);
-        entry.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
-        entry.extend_from_slice(b",\"");
-        entry.extend_from_slice(name.as_bytes());
-        entry.extend_from_slice(b"\",");
-        let start = entry.len();
-        entry.extend_from_slice(data);
-        let data = start..entry.len();
-        Event { seq, name, frame_bytes, entry, data, lifts }
+impl<'a> Event<'a> {
+    pub fn new(seq: u64, name: &'static str, frame_bytes: usize, data: &'a [u8], lifts: Vec<LiftedString>) -> Self {
+        Event { seq, name, frame_bytes, data: Cow::Borrowed(data), lifts }
     }
 
-    /// Its `data`, as JSON text (with `""` for each lifted string).
+    /// The event with its data copied out of the read (to wait for its consumer).
+    pub fn into_owned(self) -> Event<'static> {
+        let Event { seq, name, frame_bytes, data, lifts } = self;
+        Event { seq, name, frame_bytes, data: Cow::Owned(data.into_owned()), lifts }
+    }
+
     pub fn data_json(&self) -> &[u8] {
-        &self.entry[self.data.clone()]
+        &self.data
     }
 
     /// Append it to `stream` (already admitted to the bound if the stream
-    /// counts); the number of the batch it went into.
+    /// counts) as the core's batch format has it (`seq,"name",data`: see
+    /// `BATCH_STRIDE`); the number of the batch it went into.
     pub fn push_to(self, stream: &mut Stream) -> u64 {
-        let Event { frame_bytes, entry, lifts, .. } = self;
-        stream.push(frame_bytes, entry.len(), lifts, |out| out.extend_from_slice(&entry))
+        let Event { seq, name, frame_bytes, data, lifts } = self;
+        let len = data.len() + name.len() + 24;
+        stream.push(frame_bytes, len, lifts, |out| {
+            out.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\",");
+            out.extend_from_slice(&data);
+        })
     }
 }

@@ -26,7 +26,8 @@ use super::event::Event;
 use super::news::TurnNews;
 use super::spec::{Answer, Decision, TurnSpec};
 use super::turn::{Reader, Turn};
-use super::unrouted::{Held, Unrouted};
+use super::data;
+use super::unrouted::{Held, Note, Unrouted};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
 use crate::lift::LiftedString;
@@ -99,15 +100,15 @@ impl Turns {
     }
 
     /// An event, in stream order.
-    pub fn deliver(&mut self, buffer: &mut EventBuffer, e: Event) {
+    pub fn deliver(&mut self, buffer: &mut EventBuffer, e: Event<'_>) {
         if self.awaits_id() || !self.unrouted.is_empty() {
             if self.admit(buffer, e.frame_bytes) {
-                self.unrouted.push(e);
+                self.unrouted.push(e.into_owned());
             } else {
                 self.unrouted.lose(e);
             }
         } else {
-            self.route(buffer, Held::Event(e));
+            self.route(buffer, e);
         }
         self.sweep(buffer);
     }
@@ -116,18 +117,38 @@ impl Turns {
         self.open.iter().any(Turn::awaits_id)
     }
 
-    fn route(&mut self, buffer: &mut EventBuffer, held: Held) {
-        let owner = match &held {
-            Held::Event(e) if matches!(e.name, "state" | "diagnostic") => self.running(),
-            Held::Event(e) => super::data::turn_of(e.data_json()).and_then(|id| self.owner(&id)),
-            Held::Note(n) => n.turn.as_deref().and_then(|id| self.owner(id)),
-        };
-        match (owner, held) {
-            (None, Held::Event(e)) => self.give_main(buffer, e),
-            (None, Held::Note(_)) => {} // the client's own stream counted it as dropped
-            (Some(i), Held::Event(e)) => self.give_turn(i, buffer, e),
-            (Some(i), Held::Note(n)) => self.open[i].accept_note(n, &mut self.fx),
+    /// Hand `e` to its consumer: the turn it names (its data read once,
+    /// here), the turn that runs for `state` and `diagnostic`, else `events()`.
+    fn route(&mut self, buffer: &mut EventBuffer, e: Event<'_>) {
+        if matches!(e.name, "state" | "diagnostic") {
+            match self.running() {
+                Some(i) => {
+                    let asked = self.open[i].accept(&e, None, &mut self.fx);
+                    self.place(i, buffer, e, asked);
+                }
+                None => self.give_main(buffer, e),
+            }
+            return;
         }
+        let f = data::fields(e.data_json());
+        match f.turn.as_deref().and_then(|id| self.owner(id)) {
+            Some(i) => {
+                let asked = self.open[i].accept(&e, Some(&f), &mut self.fx);
+                drop(f);
+                self.place(i, buffer, e, asked);
+            }
+            None => {
+                drop(f);
+                self.give_main(buffer, e);
+            }
+        }
+    }
+
+    /// A note of an event an overflow dropped before its consumer was known.
+    fn route_note(&mut self, n: Note) {
+        if let Some(i) = n.turn.as_deref().and_then(|id| self.owner(id)) {
+            self.open[i].accept_note(n, &mut self.fx);
+        } // else the client's own stream counted it as dropped
     }
 
     /// The turn that started and has not finished.
@@ -139,7 +160,7 @@ impl Turns {
         self.open.iter().position(|t| t.routable() && t.is(id))
     }
 
-    fn give_main(&mut self, buffer: &mut EventBuffer, e: Event) {
+    fn give_main(&mut self, buffer: &mut EventBuffer, e: Event<'_>) {
         if !buffer.main.accepts() {
             buffer.main.discard();
             return;
@@ -149,8 +170,10 @@ impl Turns {
         }
     }
 
-    fn give_turn(&mut self, i: usize, buffer: &mut EventBuffer, e: Event) {
-        let asked = self.open[i].accept(&e, &mut self.fx);
+    /// Keep an event turn `i` accepted in its stream, if it has one that
+    /// takes it; `asked`: the approval it asked the application for, which
+    /// is lost (denied) if its event does not reach the stream.
+    fn place(&mut self, i: usize, buffer: &mut EventBuffer, e: Event<'_>, asked: Option<String>) {
         let (accepts, counted) = match &self.open[i].stream {
             Some(s) => (s.accepts(), s.is_counted()),
             None => (false, false),
@@ -165,11 +188,11 @@ impl Turns {
                     self.fx.news.push((t.key, TurnNews::Ready));
                 }
             }
-        } else if accepts {
-            // It did not fit: the overflow's count has it.
-        } else if let Some(s) = self.open[i].stream.as_mut() {
-            s.discard();
-        }
+        } else if !accepts {
+            if let Some(s) = self.open[i].stream.as_mut() {
+                s.discard();
+            }
+        } // else it did not fit: the overflow's count has it
         if let Some(approval) = asked {
             let t = &mut self.open[i];
             match batch {
@@ -210,11 +233,14 @@ impl Turns {
     /// Route what waited for its consumer, once no turn waits for its id.
     fn flush_unrouted(&mut self, buffer: &mut EventBuffer) {
         while !self.awaits_id() {
-            let Some(held) = self.unrouted.pop() else { break };
-            if let Held::Event(e) = &held {
-                buffer.bound.release(1, e.frame_bytes); // counted again where it goes
+            match self.unrouted.pop() {
+                None => break,
+                Some(Held::Event(e)) => {
+                    buffer.bound.release(1, e.frame_bytes); // counted again where it goes
+                    self.route(buffer, e);
+                }
+                Some(Held::Note(n)) => self.route_note(n),
             }
-            self.route(buffer, held);
         }
     }
 

@@ -124,12 +124,9 @@ impl Turn {
     /// Returns the approval it asked for, when the application is to answer
     /// it: the caller says where its event went ([`Turn::placed`] or
     /// [`Turn::lost`]).
-    pub fn accept(&mut self, e: &Event, fx: &mut Effects) -> Option<String> {
+    pub fn accept(&mut self, e: &Event<'_>, f: Option<&Fields<'_>>, fx: &mut Effects) -> Option<String> {
         self.collected.events += 1;
-        let f = match e.name {
-            "state" | "diagnostic" => return None,
-            _ => data::fields(e.data_json()),
-        };
+        let f = f?; // `state`, `diagnostic`: counted only
         match e.name {
             "turn_started" => self.started = true,
             "output" => self.collected.output(f.text.as_deref(), data::lifted_field(&e.lifts, "text")),
@@ -141,7 +138,7 @@ impl Turn {
                 let output = value(f.output, e, "output");
                 self.collected.tool_result(f.call.as_deref(), output, f.error);
             }
-            "approval_requested" => return self.approval(&f, e, fx),
+            "approval_requested" => return self.approval(f, e, fx),
             "turn_finished" => {
                 self.collected.finished(owned(&f.status));
                 self.finished = true;
@@ -173,7 +170,7 @@ impl Turn {
         }
     }
 
-    fn approval(&mut self, f: &Fields<'_>, e: &Event, fx: &mut Effects) -> Option<String> {
+    fn approval(&mut self, f: &Fields<'_>, e: &Event<'_>, fx: &mut Effects) -> Option<String> {
         let approval = f.approval.as_deref()?.to_owned(); // without an id it cannot be answered
         let call = self.collected.call_for_approval(f.tool.as_deref());
         match self.policy {
@@ -454,6 +451,6 @@ fn owned(s: &Option<std::borrow::Cow<'_, str>>) -> Option<String> {
 }
 
 /// A field of the event's data as a value of the result.
-fn value(json: Option<&str>, e: &Event, key: &str) -> Option<Value> {
+fn value(json: Option<&str>, e: &Event<'_>, key: &str) -> Option<Value> {
     json.map(|json| Value { json: json.to_owned(), lifts: data::lifts_under(&e.lifts, key) })
 }

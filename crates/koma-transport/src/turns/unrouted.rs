@@ -20,7 +20,7 @@ pub(super) struct Note {
 
 #[derive(Debug)]
 pub(super) enum Held {
-    Event(Event),
+    Event(Event<'static>),
     Note(Note),
 }
 
@@ -39,7 +39,7 @@ impl Unrouted {
     }
 
     /// Hold an event (counted against the bound by the caller).
-    pub fn push(&mut self, e: Event) {
+    pub fn push(&mut self, e: Event<'static>) {
         self.queue.push_back(Held::Event(e));
     }
 
@@ -64,7 +64,7 @@ impl Unrouted {
     }
 
     /// `e` was dropped as it came (an overflow): keep its note.
-    pub fn lose(&mut self, e: Event) {
+    pub fn lose(&mut self, e: Event<'_>) {
         if !matches!(e.name, "turn_started" | "approval_requested" | "turn_finished") || self.notes >= MAX_NOTES {
             return;
         }
