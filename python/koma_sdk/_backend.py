@@ -34,7 +34,7 @@ class Future(Protocol):
 
 
 class Cancel(Protocol):
-    def cancel(self) -> None: ...
+    def cancel(self) -> object: ...
 
 
 class Backend(Protocol):
@@ -58,11 +58,13 @@ class Backend(Protocol):
 
     def is_running(self) -> bool:
         """Whether this loop still runs (from any thread)."""
+        ...
 
     async def shielded(self, work: Awaitable[T]) -> T:
         """Await `work` to its end even if the caller is cancelled meanwhile
         (cleanup that must finish, as `close()`); the cancellation is then
         delivered as usual."""
+        ...
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         """Run `work` as a task of its own; it must catch its own errors.
@@ -288,7 +290,8 @@ class _Trio:
         # A cancel scope keeps raising at every await inside it: shield the
         # cleanup, as trio's own libraries do.
         with trio.CancelScope(shield=True):
-            return await work
+            result = await work
+        return result
 
     def spawn(self, work: Callable[[], Awaitable[None]]) -> Cancel:
         import trio

@@ -97,10 +97,11 @@ def _check_keys(method: str, value: Any) -> None:
 
 
 def _seconds(what: str, value: Any) -> Optional[float]:
-    if value is None:
+    """A bound in seconds; `None` or `math.inf`: none."""
+    if value is None or (isinstance(value, float) and value == math.inf):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise invalid(f"`{what}` must be a finite number of seconds >= 0, or None")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise invalid(f"`{what}` must be a number of seconds >= 0 (None or math.inf: no bound)")
     return float(value)
 
 
@@ -292,7 +293,7 @@ class Client:
         for token, value, failed in others:
             sink = calls.pop(token, None)
             if sink is not None and not sink.done():
-                if failed:
+                if value is not None:
                     sink.set_exception(value)
                 else:
                     sink.set_result(value)
@@ -300,7 +301,7 @@ class Client:
         for key, kind, *args in news:
             turn = turns.pop(key, None) if kind == "ended" else turns.get(key)
             if turn is not None:
-                turn._news(kind, args)
+                turn._news(kind, tuple(args))
         self._queue.woke()
 
     def _fail_all(self, error: KomaError) -> None:

@@ -45,7 +45,15 @@ class RemoteError:
 class KomaError(Exception):
     """Every error the package raises. `code` says what happened (see the
     README's table); `remote` is the server's error for code `remote`;
-    `result` is the partial `TurnResult` of a failed `Client.run()`."""
+    `result` is what a turn had come to, on every error of `Turn.result()`
+    and `Client.run()`. One with code `timeout` is also a `TimeoutError`, so
+    one `except TimeoutError` takes the package's deadlines and asyncio's."""
+
+    def __new__(cls, code: ErrorCode, message: str, remote: Optional[RemoteError] = None) -> KomaError:
+        if cls is KomaError and code == "timeout":
+            cls = _KomaTimeoutError
+        self: KomaError = super().__new__(cls, message)
+        return self
 
     def __init__(self, code: ErrorCode, message: str, remote: Optional[RemoteError] = None) -> None:
         super().__init__(message)
@@ -57,8 +65,16 @@ class KomaError(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
+    def __repr__(self) -> str:
+        return f"KomaError(code={self.code!r}, message={self.message!r})"
+
     def __reduce__(self) -> Any:
-        return (KomaError, (self.code, self.message, self.remote))
+        # The result too (pickling an exception keeps only its args otherwise).
+        return (KomaError, (self.code, self.message, self.remote), {"result": self.result})
+
+
+class _KomaTimeoutError(KomaError, TimeoutError):
+    """A `KomaError` with code `timeout` (made by `KomaError` itself)."""
 
 
 def _from_native(code: ErrorCode, message: str, remote: Optional[tuple[str, str, Optional[str]]]) -> KomaError:

@@ -8,6 +8,7 @@ an object is `protocol_error` for that call."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, List, Literal, Optional, TypedDict, Union, get_args
 
 from ._errors import KomaError
@@ -19,6 +20,9 @@ Decision = Literal["allow", "deny"]
 TurnMode = Literal["submit", "interrupt"]
 
 
+# Results are frozen, slotted dataclasses: compared and shown by their fields.
+
+
 def _obj(value: Any, what: str = "the result") -> Any:
     if not isinstance(value, dict):
         text = repr(value)
@@ -26,44 +30,21 @@ def _obj(value: Any, what: str = "the result") -> Any:
     return value
 
 
-class _Record:
-    """A small value with attributes (and `==`, `repr`) by its slots."""
-
-    __slots__ = ()
-
-    def _public(self) -> List[str]:
-        slots: tuple[str, ...] = self.__slots__
-        return [k for k in slots if not k.startswith("_")]
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(getattr(self, k) == getattr(other, k) for k in self._public())
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._public())
-        return f"{type(self).__name__}({fields})"
+@dataclass(frozen=True, slots=True)
+class Binary:
+    path: str
+    version: str
 
 
-class Binary(_Record):
-    __slots__ = ("path", "version")
-
-    def __init__(self, path: str, version: str) -> None:
-        self.path = path
-        self.version = version
-
-
-class Hello(_Record):
+@dataclass(frozen=True, slots=True)
+class Hello:
     """The checked hello: `protocol` is always 1."""
 
-    __slots__ = ("type", "protocol", "binary", "diagnostics", "capabilities")
-
-    def __init__(self, binary: Binary, diagnostics: List[Any], capabilities: List[str]) -> None:
-        self.type: Literal["hello"] = "hello"
-        self.protocol: Literal[1] = 1
-        self.binary = binary
-        self.diagnostics = diagnostics
-        self.capabilities = capabilities
+    binary: Binary
+    diagnostics: List[Any]
+    capabilities: List[str]
+    type: Literal["hello"] = "hello"
+    protocol: Literal[1] = 1
 
     @classmethod
     def _wire(cls, v: Any) -> Hello:
@@ -72,19 +53,15 @@ class Hello(_Record):
         return cls(Binary(b["path"], b["version"]), d["diagnostics"], d["capabilities"])
 
 
-class State(_Record):
+@dataclass(frozen=True, slots=True)
+class State:
     """`waiting`: a turn waits for an approval."""
 
-    __slots__ = ("session", "status", "turn", "queued", "model")
-
-    def __init__(
-        self, session: Optional[str], status: Status, turn: Optional[str], queued: int, model: Optional[str]
-    ) -> None:
-        self.session = session
-        self.status = status
-        self.turn = turn
-        self.queued = queued
-        self.model = model
+    session: Optional[str]
+    status: Status
+    turn: Optional[str]
+    queued: int
+    model: Optional[str]
 
     @classmethod
     def _wire(cls, v: Any) -> State:
@@ -92,14 +69,12 @@ class State(_Record):
         return cls(d.get("session"), d.get("status"), d.get("turn"), d.get("queued"), d.get("model"))
 
 
-class SessionResult(_Record):
+@dataclass(frozen=True, slots=True)
+class SessionResult:
     """What `create` and `resume` answer."""
 
-    __slots__ = ("session", "state")
-
-    def __init__(self, session: str, state: State) -> None:
-        self.session = session
-        self.state = state
+    session: str
+    state: State
 
     @classmethod
     def _wire(cls, v: Any) -> SessionResult:
@@ -107,47 +82,39 @@ class SessionResult(_Record):
         return cls(d.get("session"), State._wire(d.get("state")))
 
 
-class SubmitResult(_Record):
-    __slots__ = ("turn",)
-
-    def __init__(self, turn: str) -> None:
-        self.turn = turn
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    turn: str
 
     @classmethod
     def _wire(cls, v: Any) -> SubmitResult:
         return cls(_obj(v).get("turn"))
 
 
-class EnqueueResult(_Record):
-    __slots__ = ("position",)
-
-    def __init__(self, position: int) -> None:
-        self.position = position
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    position: int
 
     @classmethod
     def _wire(cls, v: Any) -> EnqueueResult:
         return cls(_obj(v).get("position"))
 
 
-class InterruptResult(_Record):
+@dataclass(frozen=True, slots=True)
+class InterruptResult:
     """`turn`: the turn stopped, if any."""
 
-    __slots__ = ("turn",)
-
-    def __init__(self, turn: Optional[str]) -> None:
-        self.turn = turn
+    turn: Optional[str]
 
     @classmethod
     def _wire(cls, v: Any) -> InterruptResult:
         return cls(_obj(v).get("turn"))
 
 
-class InterruptAndSubmitResult(_Record):
-    __slots__ = ("interrupted", "turn")
-
-    def __init__(self, interrupted: Optional[str], turn: str) -> None:
-        self.interrupted = interrupted
-        self.turn = turn
+@dataclass(frozen=True, slots=True)
+class InterruptAndSubmitResult:
+    interrupted: Optional[str]
+    turn: str
 
     @classmethod
     def _wire(cls, v: Any) -> InterruptAndSubmitResult:
@@ -279,14 +246,12 @@ class DiagnosticEvent(_Event):
     data: DiagnosticData
 
 
-class Overflow(_Record):
+@dataclass(frozen=True, slots=True)
+class Overflow:
     """The one report of a full event buffer: `dropped` events were lost."""
 
-    __slots__ = ("dropped",)
+    dropped: int
     type: ClassVar[Literal["overflow"]] = "overflow"
-
-    def __init__(self, dropped: int) -> None:
-        self.dropped = dropped
 
 
 Event = Union[
@@ -307,28 +272,19 @@ EVENT_CLASSES: Dict[str, Any] = {c.name: c for c in get_args(Event)}
 # ---- the turn layer
 
 
-class ToolCall(_Record):
+@dataclass(frozen=True, slots=True)
+class ToolCall:
     """A tool call of a turn: what was asked (`tool`, `input`), what came of
     it (`output`, `error`, `None` until its result), and the answer to its
-    approval if one was asked (`approval`)."""
+    approval if one was asked (`approval`: by `on_approval`, by your
+    `approve()`, or denied for want of anyone to answer)."""
 
-    __slots__ = ("call", "tool", "input", "output", "error", "approval")
-
-    def __init__(
-        self,
-        call: str,
-        tool: str,
-        input: Any,
-        output: Any = None,
-        error: Optional[bool] = None,
-        approval: Optional[Decision] = None,
-    ) -> None:
-        self.call = call
-        self.tool = tool
-        self.input = input
-        self.output = output
-        self.error = error
-        self.approval = approval
+    call: str
+    tool: str
+    input: Any
+    output: Any = None
+    error: Optional[bool] = None
+    approval: Optional[Decision] = None
 
 
 #: What `turn_finished` said (passed on as koma said it), or `"unknown"`
@@ -336,29 +292,20 @@ class ToolCall(_Record):
 TurnStatus = Union[Literal["completed", "interrupted", "failed", "unknown"], str]
 
 
-class TurnResult(_Record):
+@dataclass(frozen=True, slots=True)
+class TurnResult:
     """A turn's result: `status` as `turn_finished` said (`"unknown"` when
     none came), `output` the `output` texts joined, the tool calls, how many
-    events the turn had, and whether an overflow cost its events. `turn` is
-    `None` only in the `error.result` of a turn whose submit never answered."""
+    events the turn had, and whether an overflow cost its loop events.
+    `turn` is `None` only in the `error.result` of a turn whose submit never
+    answered."""
 
-    __slots__ = ("turn", "status", "output", "tool_calls", "events", "overflowed")
-
-    def __init__(
-        self,
-        turn: Optional[str],
-        status: TurnStatus,
-        output: str,
-        tool_calls: List[ToolCall],
-        events: int,
-        overflowed: bool,
-    ) -> None:
-        self.turn = turn
-        self.status = status
-        self.output = output
-        self.tool_calls = tool_calls
-        self.events = events
-        self.overflowed = overflowed
+    turn: Optional[str]
+    status: TurnStatus
+    output: str
+    tool_calls: List[ToolCall]
+    events: int
+    overflowed: bool
 
     @classmethod
     def _wire(cls, v: Any) -> TurnResult:

@@ -326,3 +326,37 @@ def test_the_typing_usage_file_passes_mypy_strict() -> None:
     usage = Path(__file__).resolve().parent / "typing_usage.py"
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(usage)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+async def test_a_timeout_is_also_a_timeout_error_in_seconds_and_math_inf_is_no_bound(sim_client: MakeClient) -> None:
+    import math
+    import pickle
+
+    c = sim_client(faults="never_answer")
+    await c.probe(timeout=math.inf)  # None and math.inf: no bound
+    with pytest.raises(TimeoutError) as info:  # one clause for the package's deadlines and the loop's
+        await c.state(timeout=0.05)
+    e = info.value
+    assert isinstance(e, KomaError) and e.code == "timeout"
+    assert "within 0.05 s" in e.message, "seconds, as the option was given"
+    assert repr(e).startswith("KomaError(code='timeout'"), repr(e)
+    e.result = None
+    again = pickle.loads(pickle.dumps(e))
+    assert (type(again), again.code, again.message) == (type(e), e.code, e.message)
+    assert isinstance(again, TimeoutError)
+    with pytest.raises(KomaError) as bad:
+        await c.state(timeout=-1)
+    assert bad.value.code == "invalid_params"
+    assert not isinstance(bad.value, TimeoutError)
+
+
+async def test_a_failed_run_pickles_with_its_result(sim_client: MakeClient) -> None:
+    import pickle
+
+    c = sim_client()
+    await c.create()
+    e = await raises(c.run("fix notes.txt", on_approval=lambda _r: "perhaps"))  # type: ignore[arg-type, return-value]
+    assert e.code == "invalid_params" and e.result is not None
+    again = pickle.loads(pickle.dumps(e))
+    assert again.result == e.result, "the result survives pickling"
+    assert again.result.tool_calls[0].approval == "deny"

@@ -151,11 +151,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
 /// the child is stopped, as after any failure).
 fn no_hello(link: &Link, limit: Duration) {
     let exe = escape_text(&link.options.launch.executable.to_string_lossy(), false);
-    let within = if limit.as_millis().is_multiple_of(1000) {
-        format!("{} s", limit.as_secs())
-    } else {
-        format!("{} ms", limit.as_millis())
-    };
+    let within = link.options.wording.duration(limit);
     link.fail_with_stderr(KomaError::new(
         ErrorCode::TransportFailure,
         format!("no hello from `{exe} sdk serve` within {within}: is `{exe}` koma? Nothing was written to it"),
