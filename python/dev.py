@@ -373,7 +373,7 @@ def test() -> None:
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
     step("stubtest: the native module's stub against the module (as installed)")
     with tempfile.TemporaryDirectory(prefix="koma-sdk-stubtest-") as d:  # not python/, whose koma_sdk has no module
-        run(str(py), "-m", "mypy.stubtest", "--cache-dir", cache, "koma_sdk._native", cwd=d)
+        run(str(py), "-m", "mypy.stubtest", "koma_sdk._native", cwd=d)
     check_contents(wheel)
     check_offline_install(wheel)
     check_sdist(py)
