@@ -7,7 +7,6 @@ by one `json.loads`."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import weakref
 from functools import partial
@@ -26,6 +25,8 @@ from typing import (
 )
 
 from . import _backend
+from ._args import params as _params
+from ._args import seconds as _seconds
 from ._errors import KomaError, invalid
 from ._lift import put_back
 from ._native import NativeClient
@@ -50,59 +51,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_ascii_encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 _loads = json.loads
-
-
-def _params(method: str, params: Any) -> Optional[bytes]:
-    """`params` as the JSON text the core checks, or `None` for no params."""
-    if params is None:
-        return None
-    try:
-        text = _encoder.encode(params)
-    except (TypeError, ValueError, RecursionError) as e:
-        raise invalid(f"{method}: {_unsendable(params)} cannot be sent as JSON ({e})") from None
-    _check_keys(method, params)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        # A lone surrogate: written as an escape, the core names its field.
-        return _ascii_encoder.encode(params).encode()
-
-
-def _unsendable(params: Any) -> str:
-    """What of `params` JSON cannot hold: the top-level field that fails, where one does."""
-    if isinstance(params, Mapping):
-        for key, value in params.items():
-            try:
-                _encoder.encode(value)
-            except (TypeError, ValueError, RecursionError):
-                return f"field `{key}`"
-    return "params"
-
-
-def _check_keys(method: str, value: Any) -> None:
-    """Refuse a key that is not a str: Python's json would write `{1: 2}` as
-    `{"1": 2}`, and send something other than what was given. (Called after
-    the encoding succeeded, so `value` holds no cycle.)"""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise invalid(f"{method}: a key of params must be a str, not {type(key).__name__} ({key!r})")
-            _check_keys(method, item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _check_keys(method, item)
-
-
-def _seconds(what: str, value: Any) -> Optional[float]:
-    """A bound in seconds; `None` or `math.inf`: none."""
-    if value is None or (isinstance(value, float) and value == math.inf):
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise invalid(f"`{what}` must be a number of seconds >= 0 (None or math.inf: no bound)")
-    return float(value)
 
 
 def _path(what: str, value: Any) -> bytes:
@@ -231,7 +180,7 @@ class Client:
         env_list = _env(env)
         if not isinstance(trace, bool):
             raise invalid("Client: `trace` must be a bool")
-        hello = _seconds("hello_timeout", hello_timeout)
+        hello = _seconds("`hello_timeout`", hello_timeout)
         self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
         self._calls: Dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
@@ -311,9 +260,6 @@ class Client:
             if not sink.done():
                 sink.set_exception(error)
 
-    #: The params of a request as JSON (for the turn layer too).
-    _params = staticmethod(_params)
-
     async def _wait_for(self, token: int) -> Any:
         """The answer to call `token` (cancelled: its late answer is ignored)."""
         fut = self._bind().future()
@@ -326,7 +272,7 @@ class Client:
             raise
 
     async def _call(self, method: str, params: Any, timeout: Any) -> Any:
-        seconds = _seconds("timeout", timeout)
+        seconds = _seconds("`timeout`", timeout)
         body = _params(method, params)
         backend = self._bind()
         native = self._native
@@ -352,7 +298,7 @@ class Client:
 
     async def probe(self, *, timeout: Optional[float] = None) -> Hello:
         """Start the child if needed; the checked hello."""
-        seconds = _seconds("timeout", timeout)
+        seconds = _seconds("`timeout`", timeout)
         backend = self._bind()
         native = self._native
         token = native.token()

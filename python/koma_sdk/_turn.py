@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import weakref
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
+from ._args import params as encode_params
+from ._args import seconds as seconds_of
 from ._backend import Cancel, Future, Promise, next_item, serve
-from ._errors import KomaError, invalid
+from ._errors import KomaError
 from ._lift import put_back
 from ._stream import END, Cursor, _End
 from ._types import ApprovalRequestedData, Decision, EventItem, TurnResult
@@ -48,15 +49,6 @@ def _approvals(on_approval: Any) -> Tuple[str, str]:
     return ("other", repr(on_approval))
 
 
-def _seconds(what: str, timeout: Any) -> Optional[float]:
-    """A turn's deadline in seconds; `None` or `math.inf`: none."""
-    if timeout is None or (isinstance(timeout, float) and timeout == math.inf):
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        raise invalid(f"{what}: `timeout` must be a number of seconds >= 0 (None or math.inf: no deadline)")
-    return float(timeout)
-
-
 class Turn:
     """A turn of the agent: an async iterable of its events (its
     `turn_started` through its `turn_finished`, with the `state` and
@@ -85,8 +77,8 @@ class Turn:
         params: Optional[bytes] = None
         seconds: Optional[float] = None
         try:
-            params = client._params(what, {"text": text})
-            seconds = _seconds(what, timeout)
+            params = encode_params(what, {"text": text})
+            seconds = seconds_of(f"{what}: `timeout`", timeout)
         except KomaError as e:
             refused = e
         mode_text = mode if mode is None or isinstance(mode, str) else repr(mode)

@@ -219,6 +219,20 @@ def wait_gone(pids: Iterable[int], what: str, seconds: float = 30.0) -> None:
         time.sleep(0.025)
 
 
+def wait_reaped(pids: Iterable[int], what: str, seconds: float = 30.0) -> None:
+    """Wait, blocking, until none of `pids` exists (not even a zombie): this
+    process's children, stopped by a client that was collected, which the
+    core reaps on its own thread. Bounded."""
+    import time
+
+    pids = list(pids)
+    end = time.monotonic() + seconds
+    while any(alive(p) for p in pids):
+        if time.monotonic() > end:
+            raise AssertionError(f"{what}: not reaped: {[p for p in pids if alive(p)]}")
+        time.sleep(0.025)
+
+
 async def until(cond: Callable[[], bool], what: str, seconds: float = 20.0) -> None:
     """Poll a condition of another process (its end, its stderr) that no
     client event announces. Bounded: fails with `what`."""
