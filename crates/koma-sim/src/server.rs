@@ -759,6 +759,7 @@ pub fn run(cfg: Config) -> ! {
         out: out.clone(),
         delay_ms: cfg.delay_ms,
         home: cfg.home.clone(),
+        odd_status: f.odd_status,
     };
     let sh = Arc::new(Shared {
         core: Mutex::new(core),
