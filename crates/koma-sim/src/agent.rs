@@ -97,6 +97,8 @@ pub struct Core {
     pub saves: bool,
     /// Bench mode: a turn text `bench_turn N B` streams N outputs of B bytes.
     pub bench: bool,
+    /// The `odd_status` switch: every `turn_finished` says `escalated`.
+    pub odd_status: bool,
 }
 
 pub fn json_str(s: &str) -> String {
@@ -166,10 +168,18 @@ impl Core {
     }
 
     /// Ends the active turn with `status`; emits `turn_finished` only.
+    /// With `odd_status`, the event says `escalated`, a status outside the
+    /// catalog, whatever the turn's real end.
     pub fn finish_active(&mut self, status: &str) -> Option<String> {
         let t = self.session.as_mut()?.active.take()?;
-        eprintln!("koma-sim: turn {} {status}", t.id);
-        self.emit("turn_finished", json!({"turn": t.id, "status": status}));
+        let said = if self.odd_status {
+            eprintln!("koma-sim: turn {} {status} (odd_status: turn_finished says escalated)", t.id);
+            "escalated"
+        } else {
+            eprintln!("koma-sim: turn {} {status}", t.id);
+            status
+        };
+        self.emit("turn_finished", json!({"turn": t.id, "status": said}));
         Some(t.id)
     }
 

@@ -40,6 +40,7 @@ pub struct Faults {
     pub unknown_ids: bool,
     pub unknown_event: bool,
     pub event_flood: bool,
+    pub odd_status: bool,
     pub ignore_detach: bool,
     pub ignore_eof: bool,
     pub ignore_sigterm: bool,
@@ -139,6 +140,9 @@ pub const SWITCHES: &[Switch] = &[
     }),
     flag("event_flood", Group::Answer, "2000 output events on the first submit, before its answer", |f| {
         &mut f.event_flood
+    }),
+    flag("odd_status", Group::Answer, "every turn_finished says \"status\":\"escalated\", outside the catalog", |f| {
+        &mut f.odd_status
     }),
     flag("stderr_flood", Group::Process, "1 MiB of stderr lines before hello", |f| &mut f.stderr_flood),
     flag("exit_mid_request", Group::Process, "exits with code 3 on the first request, unanswered", |f| {

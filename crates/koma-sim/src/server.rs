@@ -754,6 +754,7 @@ pub fn run(cfg: Config) -> ! {
         home: cfg.home.clone(),
         saves: cfg.saves,
         bench: cfg.bench,
+        odd_status: f.odd_status,
     };
     let sh = Arc::new(Shared {
         core: Mutex::new(core),

@@ -212,6 +212,38 @@ fn unknown_event_and_unknown_ids() {
 }
 
 #[test]
+fn odd_status_says_escalated_in_every_turn_finished() {
+    let home = temp_home("odd");
+    let mut sim = faulty(&home, "odd_status");
+    sim.hello();
+    sim.ok("create", json!({}));
+    // A turn that runs to its end: everything as usual but the status.
+    assert_eq!(sim.ok("submit", json!({"text": "read a.md"}))["turn"], "t-1");
+    let evs = sim.turn_events("t-1");
+    assert_eq!(
+        names(&evs),
+        ["diagnostic", "turn_started", "state", "tool_call", "tool_result"]
+            .into_iter()
+            .chain(["output"; 6])
+            .chain(["turn_finished", "state"])
+            .collect::<Vec<_>>()
+    );
+    let fin = &evs[evs.len() - 2];
+    assert_eq!(fin["data"], json!({"turn": "t-1", "status": "escalated"}));
+    assert_eq!(evs[evs.len() - 1]["data"]["status"], "idle");
+    // An interrupted one says it too; stderr says how the turn really ended.
+    assert_eq!(sim.ok("submit", json!({"text": "fix notes.txt"}))["turn"], "t-2");
+    sim.events_until(|e| e["name"] == "approval_requested");
+    assert_eq!(sim.ok("interrupt", json!({})), json!({"turn": "t-2"}));
+    let evs = sim.turn_events("t-2");
+    assert_eq!(evs[evs.len() - 2]["data"], json!({"turn": "t-2", "status": "escalated"}));
+    sim.wait_stderr("koma-sim: turn t-1 completed (odd_status: turn_finished says escalated)\n");
+    sim.wait_stderr("koma-sim: turn t-2 interrupted (odd_status: turn_finished says escalated)\n");
+    sim.detach();
+    let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
 fn process_faults() {
     let home = temp_home("proc");
     let mut sim = faulty(&home, "exit_mid_request");
