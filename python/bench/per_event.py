@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any
 
-from koma_sdk._queue import STRIDE, EventQueue
+from koma_sdk._stream import STRIDE, ClientStream
 from koma_sdk._types import EVENT_CLASSES
 
 COUNT = 200
@@ -41,14 +41,14 @@ def batch_bytes() -> bytes:
 
 
 class StubNative:
-    """What EventQueue calls on the native client, with the same batch every time."""
+    """What ClientStream calls on the native client, with the same batch every time."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.slots = memoryview(bytearray(4 * 8)).cast("I")
 
     def take_events(self, wait: bool) -> Any:
-        return (0, self.data, [], 0)
+        return (0, self.data, [], 0, 1)  # counted, revocable: as the client's own stream
 
     def counters(self) -> Any:
         return self.slots
@@ -83,7 +83,7 @@ def main() -> None:
 
     async def through_queue() -> float:
         backend = StubBackend()
-        queue = EventQueue(StubNative(data), lambda: backend)  # type: ignore[arg-type]
+        queue = ClientStream(StubNative(data), lambda: backend)  # type: ignore[arg-type]
         n = 0
         t = time.perf_counter()
         async for _e in queue.stream:

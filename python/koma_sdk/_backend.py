@@ -60,6 +60,9 @@ class Backend(Protocol):
         """Whether this loop still runs (from any thread)."""
         ...
 
+    async def checkpoint(self) -> None:
+        """Raise the loop's cancellation if the task is cancelled already."""
+
     async def shielded(self, work: Awaitable[T]) -> T:
         """Await `work` to its end even if the caller is cancelled meanwhile
         (cleanup that must finish, as `close()`); the cancellation is then
@@ -117,6 +120,9 @@ class _Asyncio:
 
     def is_running(self) -> bool:
         return self._loop.is_running() and not self._loop.is_closed()
+
+    async def checkpoint(self) -> None:
+        await asyncio.sleep(0)
 
     async def shielded(self, work: Awaitable[T]) -> T:
         # asyncio delivers a cancellation once: the close goes on in a task
@@ -283,6 +289,11 @@ class _Trio:
         except trio.RunFinishedError:
             return False
         return True
+
+    async def checkpoint(self) -> None:
+        import trio
+
+        await trio.lowlevel.checkpoint_if_cancelled()
 
     async def shielded(self, work: Awaitable[T]) -> T:
         import trio

@@ -241,6 +241,9 @@ class _Loop:
 async def run(client: Client, text: Any, mode: Any, on_approval: Any, timeout: Any) -> TurnResult:
     """`run()`: a turn nobody reads; its result. Cancelling it stops the
     agent. A failure carries the result so far as `error.result`."""
+    # A task cancelled already writes nothing (as an aborted signal in
+    # JavaScript): the cancellation is taken before the turn is opened.
+    await client._bind().checkpoint()
     turn = Turn(client, text, mode, on_approval, timeout, "run")
     try:
         return await turn.result()

@@ -77,7 +77,9 @@ async def within(call: Awaitable[Any], what: str) -> Any:
     try:
         with anyio.fail_after(HANG):
             return await call
-    except TimeoutError:
+    except TimeoutError as e:
+        if isinstance(e, KomaError):  # the package's own timeout is one too
+            raise
         raise Hang(f"gave up after {HANG} s waiting for {what}") from None
 
 
@@ -96,7 +98,9 @@ class Changes:
             with anyio.fail_after(HANG):
                 while not cond():
                     await self._event.wait()
-        except TimeoutError:
+        except TimeoutError as e:
+            if isinstance(e, KomaError):  # the package's own timeout is one too
+                raise
             raise Hang(f"gave up after {HANG} s waiting for {what if isinstance(what, str) else what()}") from None
 
 
@@ -414,7 +418,9 @@ class Runner:
                 with anyio.fail_after(HANG):
                     while (await c.state()).status != step["status"]:
                         pass
-            except TimeoutError:
+            except TimeoutError as e:
+                if isinstance(e, KomaError):  # the package's own timeout is one too
+                    raise
                 raise Hang(f"the state never became {step['status']}") from None
             return None
         if do == "approve":
@@ -594,12 +600,14 @@ class Runner:
                     async for item in source:
                         if await body(item) == "break":
                             break
-        except TimeoutError:
+        except KomaError as e:  # before TimeoutError: the package's timeout is one too
+            thrown = e
+        except TimeoutError as e:
+            if isinstance(e, KomaError):  # the package's own timeout is one too
+                raise
             raise Hang(f"gave up after {HANG} s waiting for {what}; it took [{squeeze([name_of(i) for i in items])}]") from None
         except BodyError:
             raised = True
-        except KomaError as e:
-            thrown = e
         check_items(items, expect, what)
         if expect.get("raised") == "body":
             assert raised, f"{what} did not let its body's error through ({thrown!r})"
