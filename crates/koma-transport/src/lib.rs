@@ -36,6 +36,7 @@ pub mod runtime;
 pub mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tid;
 
 pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};
 pub use error::{ErrorCode, KomaError, RemoteError};
