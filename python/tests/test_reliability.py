@@ -5,7 +5,10 @@ tracing, hostile children (the twin of reliability.test.mjs)."""
 from __future__ import annotations
 
 import gc
+import glob
+import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -36,6 +39,7 @@ from helpers import (
     wait_reaped,
 )
 
+import koma_sdk
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio
@@ -365,6 +369,134 @@ def test_after_fork_a_client_made_in_the_child_works(home: Path, loop: str) -> N
 def test_multiprocessing_with_fork_a_client_in_the_child_works(home: Path, loop: str) -> None:
     out = run_fork(loop, home, MP_FORK)
     assert out["child"] == {"status": "completed", "gone": True}, out
+
+
+# ---------------------------------------------------------------- the core's threads
+
+# Counted in a new interpreter, where no other test's client (nor
+# pytest-timeout's thread) runs: by name, from /proc/self/task, right after
+# the awaited call returns.
+THREADS = """
+import multiprocessing
+import warnings
+
+def koma_threads():
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # ended meanwhile
+    return sorted(n for n in names if n.startswith("koma-"))
+
+async def threads_main():
+    out = {"before": koma_threads()}
+    c = Client(SIM, env=ENV)
+    out["made"] = koma_threads()
+    await c.state()
+    out["running"] = koma_threads()
+    await c.close()
+    out["closed"] = koma_threads()
+    await c.close()
+    out["closed_twice"] = koma_threads()
+    # The last client's close() and a new client's first call at once.
+    a = Client(SIM, env=ENV)
+    await a.state()
+    out["rounds"] = []
+    for _ in range(20):
+        b = Client(SIM, env=ENV)
+        async def first_call():
+            await b.state()
+        await both(a.close, first_call)
+        out["rounds"].append(koma_threads())
+        a = b
+    await a.close()
+    out["last"] = koma_threads()
+    out["threads"] = len(os.listdir("/proc/self/task"))
+    # Python 3.12+ warns at each fork if the process has another thread (a
+    # warning it drops under -W error, so it is recorded here).
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        out["fork"] = os.waitpid(child, 0)[1]
+        p = multiprocessing.get_context("fork").Process(target=int)
+        p.start()
+        p.join()
+        out["multiprocessing"] = p.exitcode
+    out["warned"] = [str(w.message) for w in warned]
+    print(json.dumps(out))
+"""
+
+BOTH = {
+    "asyncio": """
+import asyncio
+async def both(f, g):
+    await asyncio.gather(f(), g())
+def run_threads_main():
+    asyncio.run(threads_main())
+""",
+    "trio": """
+import trio
+async def both(f, g):
+    async with trio.open_nursery() as n:
+        n.start_soon(f)
+        n.start_soon(g)
+def run_threads_main():
+    trio.run(threads_main)
+""",
+}
+
+
+def check_threads(r: subprocess.CompletedProcess[str]) -> None:
+    assert r.returncode == 0, r.stderr
+    out = last_json(r.stdout)
+    # Where a child's exit is not watched through a pidfd, a thread of its own watches it.
+    watched = os.environ.get("KOMA_SDK_SPAWN") in ("portable", "no-pidfd")
+    running = sorted(["koma-io", "koma-io", "koma-spawner"] + (["koma-exit-watch"] if watched else []))
+    assert (out["before"], out["made"]) == ([], []), f"nothing starts before the first call: {out}"
+    assert out["running"] == running, out
+    assert (out["closed"], out["closed_twice"]) == ([], []), f"right after close() returned: {out}"
+    for i, names in enumerate(out["rounds"]):
+        assert names == running, f"round {i}: the new client's threads, and no other: {names}"
+    assert out["last"] == [], f"right after the last close() returned: {out}"
+    assert out["threads"] == 1, f"the process has only its main thread: {out}"
+    assert (out["fork"], out["multiprocessing"]) == (0, 0), out
+    assert out["warned"] == [], "no warning at fork (Python 3.12+ warns when the process has other threads)"
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_no_thread_of_the_core_is_left_after_the_last_close_and_they_start_again(home: Path, loop: str) -> None:
+    r = run_python(f"ENV = {sim_env(home)!r}\n" + THREADS + BOTH[loop] + "run_threads_main()\n")
+    check_threads(r)
+
+
+def python_312() -> str | None:
+    """An interpreter of Python 3.12 or later (where os.fork() warns when the
+    process has other threads), if this machine has one (pyenv's)."""
+    if sys.version_info >= (3, 12):
+        return sys.executable
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    return found[0] if found else None
+
+
+def test_fork_after_the_last_close_does_not_warn_on_python_312(home: Path, tmp_path: Path) -> None:
+    py = python_312()
+    if py is None:
+        pytest.skip("no Python 3.12 or later here: os.fork()'s warning about threads is 3.12's")
+    # This package as installed (an abi3 module, so any 3.10+ imports it), alone on the path.
+    shutil.copytree(Path(koma_sdk.__file__).parent, tmp_path / "pkg" / "koma_sdk")
+    body = f"ENV = {sim_env(home)!r}\n" + THREADS + BOTH["asyncio"] + "run_threads_main()\n"
+    r = subprocess.run(
+        [py, "-c", script(body)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "pkg")},
+        timeout=120,
+    )
+    check_threads(r)
 
 
 # ---------------------------------------------------------------- tracing, environment, arguments

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use koma_transport::child::{self, LaunchOptions, SpawnMode};
-use koma_transport::runtime::runtime;
+use koma_transport::runtime::Lease;
 
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("a number")).collect();
@@ -53,10 +53,13 @@ fn main() {
     let posix_spawn = |()| {
         command().spawn().expect("spawn").wait().expect("wait");
     };
+    // Held for the whole run: the I/O threads run while a lease is held.
+    let lease = Lease::new();
+    let spawner = lease.spawner().expect("the spawner thread");
     let launch = |spawn: SpawnMode| {
-        runtime().block_on(async {
+        lease.handle().block_on(async {
             let options = LaunchOptions { executable: "/bin/true".into(), cwd: None, env: Vec::new(), spawn };
-            let Ok(spawned) = child::launch(options).await else { panic!("launch failed") };
+            let Ok(spawned) = child::launch(&spawner, options).await else { panic!("launch failed") };
             spawned.process.exited().await;
             spawned.process.reap();
         })

@@ -38,6 +38,7 @@ pub mod runtime;
 pub mod stderr;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tid;
 pub mod turns;
 pub mod wording;
 

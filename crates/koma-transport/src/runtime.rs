@@ -1,25 +1,24 @@
-//! The I/O runtime that every connection's tasks run on: two worker threads,
-//! made on first use and never shut down, so that it serves every host
-//! environment of the process (each thread or interpreter that makes clients).
+//! The I/O threads that every connection's tasks run on: a runtime of two
+//! worker threads (`koma-io`) and the spawner thread (`koma-spawner`), shared
+//! by every host environment of the process (each thread or interpreter that
+//! makes clients). They run only while a connection needs them: from the
+//! first call of the first client until the last client is closed (or let go
+//! of, and its child reaped); the next client starts them again. So a process
+//! with no live client has no thread of ours, and a later `fork()` copies a
+//! process with the threads the host made, no more.
 //!
-//! A child made by `fork()` has none of these threads: it makes a runtime of
-//! its own on first use, and leaves the parent's copy alone (see `fork`).
+//! - `lease`: what a started connection holds ([`Lease`]);
+//! - `threads`: the process's record: leases, the running threads, the runs
+//!   asked to end, and the wait for their end ([`settle`], [`wait_idle`]);
+//! - `io`: one run of the threads, its start and its end;
+//! - `fork`: what a child made by `fork()` makes again: it has none of these
+//!   threads, starts its own on first use, and leaves the parent's alone.
 
 pub(crate) mod fork;
-
-use tokio::runtime::Runtime;
+mod io;
+mod lease;
+mod threads;
 
 pub use fork::generation;
-
-/// The runtime of this process.
-pub fn runtime() -> &'static Runtime {
-    static RT: fork::ForkLocal<Runtime> = fork::ForkLocal::new();
-    RT.get(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("koma-io")
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    })
-}
+pub use lease::Lease;
+pub use threads::{running, settle, wait_idle};

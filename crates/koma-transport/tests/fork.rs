@@ -1,7 +1,10 @@
 //! A child made by `fork()` makes clients of its own: it gets its own I/O
-//! runtime and spawner thread (threads do not survive a fork); the parent's
-//! client refuses every call there and signals nothing; and in the parent,
-//! that client, made and used before the fork, still works.
+//! runtime and spawner thread (threads do not survive a fork), which end when
+//! its last client closes; the parent's client refuses every call there and
+//! signals nothing; and in the parent, that client, made and used before the
+//! fork, still works, and its close ends the parent's threads. A fork after
+//! the last close copies a process with no thread of the core's, and the
+//! child starts its own.
 //!
 //! A binary of its own, with one test, so that no other test's threads run
 //! when it forks. In the forked child only this thread exists; it uses what
@@ -14,7 +17,10 @@ mod common;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use common::{alive, children_of_self, group_alive, hold_pipes_of, pidfd_open, pidfd_signal, pidfd_wait_exit, Client};
+use common::{
+    alive, children_of_self, group_alive, hold_pipes_of, koma_threads, pidfd_open, pidfd_signal, pidfd_wait_exit,
+    Client,
+};
 use koma_transport::child::SpawnMode;
 use koma_transport::runtime::generation;
 use koma_transport::{Closing, Connection, ErrorCode};
@@ -36,6 +42,8 @@ const CHILD_FAILURES: &[(i32, &str)] = &[
     (18, "the parent's client's probe was not refused"),
     (19, "the parent's client's close was not refused"),
     (20, "the parent's client gave its koma's pid in the child"),
+    (21, "a thread of the core's is left in the child after its last close"),
+    (22, "the child's new client did not work (forked with no thread of the core's)"),
     (99, "the child panicked"),
 ];
 
@@ -43,6 +51,7 @@ const CHILD_FAILURES: &[(i32, &str)] = &[
 fn a_forked_child_makes_its_own_clients_and_the_parents_client_still_works() {
     for mode in [SpawnMode::Auto, SpawnMode::NoPidfd, SpawnMode::Portable] {
         fork_and_check(mode);
+        fork_after_the_last_close(mode);
     }
 }
 
@@ -104,6 +113,43 @@ fn fork_and_check(mode: SpawnMode) {
     parent.close();
     assert!(!alive(parent_koma) && !group_alive(parent_koma), "{mode:?}: the parent's koma is gone");
     assert_eq!(children_of_self(), vec![], "{mode:?}: no process of this one is left");
+    assert_eq!(koma_threads(), Vec::<String>::new(), "{mode:?}: the parent's last close ended its threads");
+}
+
+/// With no client alive, the process has no thread of the core's to fork
+/// with; the child starts its own, and they end with its last close.
+fn fork_after_the_last_close(mode: SpawnMode) {
+    let mut before = Client::sim_in(mode, &[]);
+    assert_eq!(before.call("state", None).unwrap()["status"], "idle");
+    before.close();
+    assert_eq!(koma_threads(), Vec::<String>::new(), "{mode:?}: no thread of the core's at the fork");
+    // SAFETY: as in `fork_and_check`: the child ends with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let run = std::panic::AssertUnwindSafe(|| {
+            let mut c = Client::sim_in(mode, &[]);
+            if !c.call("state", None).is_ok_and(|s| s["status"] == "idle") {
+                return 22;
+            }
+            c.close();
+            if !koma_threads().is_empty() {
+                return 21;
+            }
+            CHILD_OK
+        });
+        let code = std::panic::catch_unwind(run).unwrap_or(99);
+        // SAFETY: ends the forked child at once.
+        unsafe { libc::_exit(code) };
+    }
+    let code = wait_child(pid);
+    let why = CHILD_FAILURES.iter().find(|(c, _)| *c == code).map_or("an unknown exit code", |(_, w)| w);
+    assert_eq!(code, CHILD_OK, "{mode:?}: the child forked after the last close failed: {why}");
+    // The parent starts its threads again, as usual.
+    let mut after = Client::sim_in(mode, &[]);
+    assert_eq!(after.call("state", None).unwrap()["status"], "idle");
+    after.close();
+    assert_eq!(koma_threads(), Vec::<String>::new());
 }
 
 /// The forked child's part: its exit code.
@@ -126,6 +172,9 @@ fn in_child(mode: SpawnMode, parent_generation: u64, parents: &Connection, repor
     }
     if !children_of_self().is_empty() {
         return 14;
+    }
+    if !koma_threads().is_empty() {
+        return 21;
     }
 
     // The parent's client, used here, is refused at once (its mutex may have

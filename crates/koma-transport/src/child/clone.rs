@@ -28,9 +28,9 @@ use super::wait::wait_exited;
 /// reads. 1 MiB is the most an unprivileged process may set.
 pub const STDOUT_PIPE_BYTES: i32 = 1 << 20;
 
-/// The stack the child runs on until `execve`; one, reused by every spawn
-/// (the spawner thread spawns one child at a time, and is suspended while
-/// the child uses it).
+/// The stack the child runs on until `execve`; one per spawner thread, reused
+/// by every spawn (the spawner thread spawns one child at a time, and is
+/// suspended while the child uses it), and unmapped when that thread ends.
 pub(crate) struct ChildStack {
     base: *mut c_void,
     len: usize,
@@ -61,6 +61,16 @@ impl ChildStack {
     fn top(&self) -> *mut c_void {
         let top = self.base as usize + self.len;
         (top & !15) as *mut c_void
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, of `len` bytes; no child runs on
+        // it any more (each spawn returns after its child's execve or _exit).
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
     }
 }
 
@@ -231,7 +241,7 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
             }
             sig += 1;
         }
-        // Die with the spawner thread, which lives as long as the process.
+        // Die with the spawner thread, which outlives every child it starts.
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
             return fail(a, STAGE_SETUP, errno());
         }

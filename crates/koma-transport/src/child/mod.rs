@@ -13,9 +13,10 @@
 //! - `prepared` and `clone` (Linux): the vfork-style spawn, `clone` with
 //!   `CLONE_VM | CLONE_VFORK` and, in `Auto` mode, `CLONE_PIDFD`;
 //! - `portable`: the spawn every Unix has (`posix_spawn`, through std);
-//! - `spawner`: the one thread that starts every child of this process, so
-//!   that Linux's `PR_SET_PDEATHSIG` (which fires when the *thread* that
-//!   forked the child ends) fires only when this process dies;
+//! - `spawner`: the one thread that starts every child of this process while
+//!   the I/O threads run, and ends only once each of them is reaped, so that
+//!   Linux's `PR_SET_PDEATHSIG` (which fires when the *thread* that forked
+//!   the child ends) fires only when this process dies;
 //! - `process`: a launched child ([`Process`]): its exit seen without
 //!   reaping it, signals through its pidfd (else by pid), its process group
 //!   signalled only while it is unreaped;
@@ -43,3 +44,4 @@ pub use launch::{launch, Spawned};
 pub use launch_error::LaunchError;
 pub use options::{LaunchOptions, SpawnMode};
 pub use process::Process;
+pub use spawner::Spawner;

@@ -21,13 +21,15 @@ use tokio::sync::watch;
 
 use super::exit::ExitInfo;
 use super::wait::{kill_and_reap, wait_exited};
+use crate::tid;
 
 enum Watch {
     /// The pidfd, registered with the reactor.
     #[cfg(target_os = "linux")]
     Pidfd(tokio::io::unix::AsyncFd<OwnedFd>),
-    /// A thread that reports the exit (fallback); joined at the reap.
-    Thread { exit: watch::Receiver<Option<ExitInfo>>, thread: Mutex<Option<std::thread::JoinHandle<()>>> },
+    /// A thread that reports the exit (fallback); joined at the reap. It
+    /// gives its id (see `tid.rs`) as it ends.
+    Thread { exit: watch::Receiver<Option<ExitInfo>>, thread: Mutex<Option<std::thread::JoinHandle<i32>>> },
 }
 
 pub struct Process {
@@ -71,9 +73,13 @@ impl Process {
         let thread = std::thread::Builder::new().name("koma-exit-watch".into()).spawn(move || {
             let info = wait_exited(pid, true);
             tx.send_replace(Some(info));
+            tid::current()
         });
         match thread {
-            Ok(t) => Ok(Watch::Thread { exit, thread: Mutex::new(Some(t)) }),
+            Ok(t) => {
+                name_now(&t);
+                Ok(Watch::Thread { exit, thread: Mutex::new(Some(t)) })
+            }
             Err(e) => {
                 kill_and_reap(pid); // no way to watch it
                 Err(e)
@@ -176,13 +182,30 @@ impl Process {
             Watch::Pidfd(_) => {}
             Watch::Thread { thread, .. } => {
                 if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    let _ = t.join();
+                    if let Ok(id) = t.join() {
+                        tid::wait_gone(id); // gone from /proc/self/task too before close is done
+                    }
                 }
             }
         }
         info
     }
 }
+
+/// Name a new watching thread from here too: a thread names itself only once
+/// it runs, and until then the process lists it under its creator's name.
+#[cfg(target_os = "linux")]
+fn name_now(thread: &std::thread::JoinHandle<i32>) {
+    use std::os::unix::thread::JoinHandleExt;
+    // SAFETY: the pthread_t of a thread not joined yet (its handle is
+    // borrowed), and a NUL-terminated name of 15 bytes, the most Linux keeps.
+    unsafe {
+        libc::pthread_setname_np(thread.as_pthread_t(), c"koma-exit-watch".as_ptr());
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn name_now(_thread: &std::thread::JoinHandle<i32>) {}
 
 impl Process {
     /// After koma was reaped: wait (at most `limit`) until nothing of its group

@@ -1,60 +1,105 @@
-//! The spawner: one thread, started on first use and never ended, that starts
-//! every child of this process.
+//! The spawner: one thread that starts every child while the I/O threads run
+//! (see `runtime`), and then ends them.
 //!
 //! Why one thread: on Linux the child gets `PR_SET_PDEATHSIG` (SIGKILL), which
-//! fires when the *thread* that forked it ends. A thread that lives as long as
-//! the process makes that "when this process dies", and it keeps the number of
-//! threads constant however many clients there are. Spawns are serialised;
-//! each one is a vfork-style `clone` (see `clone.rs`) or a `posix_spawn` (see
-//! `portable.rs`), neither of which copies the parent's memory, so it is short.
+//! fires when the *thread* that forked it ends. So the thread that forks must
+//! outlive every child it starts: this one ends only when it is told to, and
+//! it is told to only once no connection is left, when every child it started
+//! has been reaped. It also keeps the number of threads constant however many
+//! clients there are. Spawns are serialised; each one is a vfork-style
+//! `clone` (see `clone.rs`) or a `posix_spawn` (see `portable.rs`), neither of
+//! which copies the parent's memory, so it is short.
+//!
+//! Its last job is the I/O runtime's end: dropping a runtime waits for its
+//! workers to end, which no worker may do (the last connection ends on one),
+//! and this thread is no worker.
 //!
 //! A child made by `fork()` has no spawner thread (threads do not survive a
-//! fork): it starts one of its own on first use, which then serves the
-//! children it makes (see `runtime/fork.rs`).
+//! fork): the I/O threads start again there on first use, with a spawner of
+//! their own (see `runtime/fork.rs`).
 
+use std::io;
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
 use super::raw_spawn::RawSpawn;
 use super::wait::kill_and_reap;
-use crate::runtime::fork::ForkLocal;
 
 struct Request {
     options: LaunchOptions,
     reply: oneshot::Sender<Result<RawSpawn, LaunchError>>,
 }
 
-/// The spawner's queue in this process (`Err` if its thread could not be started).
-fn queue() -> Result<&'static mpsc::Sender<Request>, LaunchError> {
-    static QUEUE: ForkLocal<Result<mpsc::Sender<Request>, String>> = ForkLocal::new();
-    let queue = QUEUE.get(|| {
-        let (tx, rx) = mpsc::channel::<Request>();
-        std::thread::Builder::new()
-            .name("koma-spawner".into())
-            .spawn(move || run(rx))
-            .map(|_| tx)
-            .map_err(|e| format!("could not start the spawner thread: {e}"))
-    });
-    queue.as_ref().map_err(|e| LaunchError::Other(e.clone()))
+enum Message {
+    Spawn(Request),
+    /// Drop this runtime (which waits for its workers to end), then end.
+    End(Runtime),
 }
 
-fn run(rx: mpsc::Receiver<Request>) {
+/// Where a launch asks for a child: the spawner thread's queue. Cheap to clone.
+#[derive(Clone)]
+pub struct Spawner {
+    queue: mpsc::Sender<Message>,
+}
+
+/// The spawner thread, as the I/O threads own it: it runs until [`SpawnerThread::end`].
+pub(crate) struct SpawnerThread {
+    queue: mpsc::Sender<Message>,
+    thread: JoinHandle<()>,
+}
+
+/// Start the spawner thread; `on_start` runs first on it.
+pub(crate) fn start(on_start: impl FnOnce() + Send + 'static) -> io::Result<(Spawner, SpawnerThread)> {
+    let (queue, rx) = mpsc::channel::<Message>();
+    let thread = std::thread::Builder::new().name("koma-spawner".into()).spawn(move || {
+        on_start();
+        run(rx)
+    })?;
+    Ok((Spawner { queue: queue.clone() }, SpawnerThread { queue, thread }))
+}
+
+fn run(rx: mpsc::Receiver<Message>) {
     let mut paths = Paths::default();
-    for req in rx {
-        let r = paths.spawn(&req.options);
-        // The caller may be gone (its client closed meanwhile): nothing else
-        // will supervise this child, so stop and reap it now.
-        if let Err(Ok(orphan)) = req.reply.send(r) {
-            kill_and_reap(orphan.pid);
+    for message in rx {
+        match message {
+            Message::Spawn(req) => {
+                let r = paths.spawn(&req.options);
+                // The caller may be gone (its client closed meanwhile): nothing else
+                // will supervise this child, so stop and reap it now.
+                if let Err(Ok(orphan)) = req.reply.send(r) {
+                    kill_and_reap(orphan.pid);
+                }
+            }
+            Message::End(runtime) => {
+                drop(runtime);
+                return;
+            }
+        }
+    }
+}
+
+impl SpawnerThread {
+    /// End the thread once every spawn asked for before is done: it drops
+    /// `runtime` (waiting for its workers to end), then ends. Call it only
+    /// once every child this thread started has been reaped (its end would
+    /// kill those still running on Linux). Its handle, to join; or, if the
+    /// thread is gone already, the runtime back.
+    pub fn end(self, runtime: Runtime) -> Result<JoinHandle<()>, Runtime> {
+        match self.queue.send(Message::End(runtime)) {
+            Ok(()) => Ok(self.thread),
+            Err(mpsc::SendError(Message::End(runtime))) => Err(runtime),
+            Err(mpsc::SendError(Message::Spawn(_))) => unreachable!("an end was sent"),
         }
     }
 }
 
 /// What the spawn paths keep between spawns: on Linux, the clone path's
-/// stack, mapped at its first use.
+/// stack, mapped at its first use (and unmapped when the thread ends).
 #[derive(Default)]
 struct Paths {
     #[cfg(target_os = "linux")]
@@ -84,9 +129,13 @@ impl Paths {
     }
 }
 
-/// Start a child on the spawner thread.
-pub(crate) async fn spawn(options: LaunchOptions) -> Result<RawSpawn, LaunchError> {
-    let (reply, answer) = oneshot::channel();
-    queue()?.send(Request { options, reply }).map_err(|_| LaunchError::Other("the spawner thread has ended".into()))?;
-    answer.await.map_err(|_| LaunchError::Other("the spawner thread dropped the request".into()))?
+impl Spawner {
+    /// Start a child on the spawner thread.
+    pub(crate) async fn spawn(&self, options: LaunchOptions) -> Result<RawSpawn, LaunchError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Message::Spawn(Request { options, reply }))
+            .map_err(|_| LaunchError::Other("the spawner thread has ended".into()))?;
+        answer.await.map_err(|_| LaunchError::Other("the spawner thread dropped the request".into()))?
+    }
 }

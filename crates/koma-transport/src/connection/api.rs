@@ -134,6 +134,7 @@ impl Connection {
         let completions = std::mem::take(&mut s.outbox.completions);
         drop(s);
         self.link.drained.notify_one();
+        crate::runtime::settle(); // a close among them: the I/O threads it ended are gone
         completions
     }
 
@@ -239,6 +240,7 @@ impl Connection {
         if let Some(e) = self.link.foreign() {
             return Closing::Refused(e);
         }
+        crate::runtime::settle(); // `Done` below: the I/O threads its close ended are gone
         let mut s = self.link.lock();
         match s.phase {
             Phase::Closed => return Closing::Done,

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use super::census::Alive;
@@ -17,9 +18,10 @@ use super::signals::{Signals, Stop};
 use super::state::{Queued, Scope, Shared};
 use super::trace::Trace;
 use super::waker::Waker;
+use crate::child::{LaunchError, Spawner};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::End;
-use crate::runtime;
+use crate::runtime::{self, Lease};
 use crate::turns::TurnNews;
 
 pub(super) struct Link {
@@ -36,6 +38,9 @@ pub(super) struct Link {
     next_token: AtomicU64,
     /// The process image it was made in (see [`runtime::generation`]).
     pub generation: u64,
+    /// The I/O threads, held from the start until the supervisor is done
+    /// (see [`runtime::Lease`]): a connection closed, failed or ended holds none.
+    io: Mutex<Option<Lease>>,
     _alive: Alive,
 }
 
@@ -51,6 +56,7 @@ impl Link {
             counters: Arc::new(EventCounters::default()),
             next_token: AtomicU64::new(1),
             generation: runtime::generation(),
+            io: Mutex::new(None),
             _alive: Alive::connection(),
         }
     }
@@ -71,6 +77,32 @@ impl Link {
 
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn io_slot(&self) -> MutexGuard<'_, Option<Lease>> {
+        self.io.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take the I/O threads for this connection (its start): the runtime its
+    /// tasks run on, and the spawner that starts its child.
+    pub fn hold_io(&self) -> (Handle, Result<Spawner, LaunchError>) {
+        let lease = Lease::new();
+        let held = (lease.handle().clone(), lease.spawner());
+        *self.io_slot() = Some(lease);
+        held
+    }
+
+    /// The runtime of this connection's tasks, while it holds the I/O threads.
+    pub fn io(&self) -> Option<Handle> {
+        self.io_slot().as_ref().map(|l| l.handle().clone())
+    }
+
+    /// Let go of the I/O threads (the supervisor is done). The last
+    /// connection to let go ends them; the host's thread waits for that end
+    /// (see [`runtime::settle`]) before it can learn that close is done.
+    pub fn release_io(&self) {
+        let lease = self.io_slot().take();
+        drop(lease);
     }
 
     /// A new call's token (unique for the life of the connection: it is the request's wire id).

@@ -12,8 +12,9 @@
 //!   `stderr_lines.rs`); `timers.rs`: the calls' deadlines;
 //! - `link.rs`: what every actor holds: the state behind one mutex
 //!   (`state.rs`, grouped by concern, with `phase.rs`, `stdin.rs` and
-//!   `deadline.rs`), the tasks' signals (`signals.rs`), the trace, and the
-//!   steps shared by several actors (failing, waking the host);
+//!   `deadline.rs`), the tasks' signals (`signals.rs`), the trace, the lease
+//!   of the I/O threads (held from the start until the supervisor is done),
+//!   and the steps shared by several actors (failing, waking the host);
 //! - the nouns of the API: options, completions, the waker, the event
 //!   counters, the census.
 //!

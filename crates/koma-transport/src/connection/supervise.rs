@@ -3,7 +3,8 @@
 //! child when asked (`close()`, a failure, the client object gone), sees its
 //! exit, stops what is left of its group, reaps it, and waits until every
 //! task has ended and every descriptor is closed. Only then is the
-//! connection's life over: `close()` resolves after that, never before.
+//! connection's life over: it lets go of the I/O threads (ending them if it
+//! was the last), and `close()` resolves after that, never before.
 
 use std::future::Future;
 use std::os::fd::AsRawFd;
@@ -21,10 +22,9 @@ use super::reader::{read_stdout, ReadEnd};
 use super::signals::Stop;
 use super::stdin::WriterMsg;
 use super::writer::{write_stdin, WriteEnd};
-use crate::child::{self, ExitInfo, Process, Spawned};
+use crate::child::{self, ExitInfo, LaunchError, Process, Spawned, Spawner};
 use crate::error::{ErrorCode, KomaError};
 use crate::lifecycle::Lifecycle;
-use crate::runtime::runtime;
 
 /// How long `close()` waits for a detach to be answered and the child to exit.
 pub const DETACH_GRACE: Duration = Duration::from_secs(2);
@@ -40,12 +40,15 @@ pub const EXIT_EOF_GRACE: Duration = Duration::from_millis(300);
 /// waits for the rest of the group to die.
 const GROUP_GRACE: Duration = Duration::from_secs(2);
 
-/// Start the supervisor of a connection (its first call has been made).
+/// Start the supervisor of a connection (its first call has been made): the
+/// connection holds the I/O threads (starting them if none run) until the
+/// supervisor is done.
 pub(super) fn start(link: Arc<Link>) {
+    let (io, spawner) = link.hold_io();
     let guard = link.clone();
-    let task = runtime().spawn(supervise(link));
+    let task = io.spawn(supervise(link, spawner));
     // A panic in the supervisor must not leave a child or a call behind.
-    runtime().spawn(async move {
+    io.spawn(async move {
         if let Err(e) = task.await {
             if e.is_panic() {
                 let msg =
@@ -63,8 +66,12 @@ pub(super) fn start(link: Arc<Link>) {
     });
 }
 
-async fn supervise(link: Arc<Link>) {
-    let spawned = match child::launch(link.options.launch.clone()).await {
+async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
+    let launched = match spawner {
+        Ok(spawner) => child::launch(&spawner, link.options.launch.clone()).await,
+        Err(e) => Err(e),
+    };
+    let spawned = match launched {
         Ok(s) => s,
         Err(e) => {
             link.fail(e.into_error());
@@ -103,9 +110,9 @@ async fn supervise(link: Arc<Link>) {
     if *link.signals.stop.borrow() == Some(Stop::Kill) {
         process.kill_now();
     }
-    let mut reader = runtime().spawn(read_stdout(link.clone(), stdout));
-    let mut drain = runtime().spawn(drain_stderr(link.clone(), stderr));
-    let mut writer = runtime().spawn(write_stdin(link.clone(), rx, stdin));
+    let mut reader = tokio::spawn(read_stdout(link.clone(), stdout));
+    let mut drain = tokio::spawn(drain_stderr(link.clone(), stderr));
+    let mut writer = tokio::spawn(write_stdin(link.clone(), rx, stdin));
 
     // koma: stopped when asked, its exit seen, its group stopped, then reaped.
     let exit_part = async {
@@ -301,6 +308,10 @@ fn supervisor_done(link: &Link) {
     // learn that close is done.
     let process = link.lock().child.process.take();
     drop(process);
+    // Let go of the I/O threads before that too: if this is the last
+    // connection, they are asked to end now, and the host's thread waits for
+    // their end before it hands over the close.
+    link.release_io();
     let mut s = link.lock();
     s.child.supervisor_done = true;
     if s.phase == Phase::Closing {

@@ -10,13 +10,16 @@ use super::deadline::Deadline;
 use super::link::Link;
 use super::state::Shared;
 use crate::error::{ErrorCode, KomaError};
-use crate::runtime::runtime;
 
 /// Give the call `token` a deadline (with the lock held, so that it is
 /// registered before the call can settle).
 pub(super) fn expire_after(link: &Arc<Link>, s: &mut Shared, token: u64, after: Duration) {
+    // A call is only accepted while the connection holds the I/O threads
+    // (from its start until its supervisor is done, by which time it has
+    // closed, failed or ended, and refuses calls).
+    let Some(io) = link.io() else { return };
     let weak = Arc::downgrade(link);
-    let task = runtime().spawn(async move {
+    let task = io.spawn(async move {
         tokio::time::sleep(after).await;
         expire(weak, token, after);
     });
@@ -26,8 +29,11 @@ pub(super) fn expire_after(link: &Arc<Link>, s: &mut Shared, token: u64, after: 
 /// Give turn `key` its deadline: past it, the turn is stopped with
 /// `timeout` (the agent is interrupted; the result fails once it finished).
 pub(super) fn expire_turn_after(link: &Arc<Link>, s: &mut Shared, key: u64, after: Duration) {
+    // A turn that writes its submit has started the connection, which then
+    // holds the I/O threads; one that did not has ended already.
+    let Some(io) = link.io() else { return };
     let weak = Arc::downgrade(link);
-    let task = runtime().spawn(async move {
+    let task = io.spawn(async move {
         tokio::time::sleep(after).await;
         let Some(link) = weak.upgrade() else { return };
         let mut s = link.lock();

@@ -1,7 +1,8 @@
 //! What a child made by `fork()` inherits and cannot use: threads do not
-//! survive a fork, so a value that owns threads (the I/O runtime, the spawner
-//! thread's queue) must be made again in the child, and the parent's copy
-//! left alone: never dropped or joined there, as its threads do not exist.
+//! survive a fork, so a value that owns threads or may have been locked by
+//! one (the record of the I/O threads, see `threads.rs`) must be made again
+//! in the child, and the parent's copy left alone: never dropped, joined or
+//! locked there, as its threads do not exist.
 //!
 //! A `pthread_atfork` child handler, registered once, bumps [`generation`];
 //! a [`ForkLocal`] remembers the generation its value was made in and makes

@@ -131,6 +131,15 @@ impl Client {
         true
     }
 
+    /// Wait (at most `limit`) for a wake, and drain nothing: what is ready
+    /// stays for a later drain (and no wake comes for more until then). False if none came.
+    pub fn wait_wake_undrained(&mut self, limit: Duration) -> bool {
+        let now = self.waker.wait_past(self.seen_wakes, limit);
+        let woke = now != self.seen_wakes;
+        self.seen_wakes = now;
+        woke
+    }
+
     /// The outcome of `token`, waiting for it (panics after 20 s: a hang).
     pub fn outcome(&mut self, token: u64) -> &Outcome {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -322,6 +331,12 @@ pub fn thread_names() -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The names of this process's threads that are the core's (`koma-io`,
+/// `koma-spawner`, `koma-exit-watch`), sorted.
+pub fn koma_threads() -> Vec<String> {
+    thread_names().into_iter().filter(|n| n.starts_with("koma-")).collect()
 }
 
 /// Where a child of this process named by a pidfd is in its life.
