@@ -51,6 +51,11 @@ impl EnvData {
         Ok(data)
     }
 
+    /// This thread's data, if it was made for `js`'s environment (and it lives).
+    pub fn current(js: Js) -> Option<Rc<EnvData>> {
+        CURRENT.with(|c| c.borrow().clone()).filter(|d| d.id == js.id() && d.life.alive())
+    }
+
     pub fn json_parse<'e>(&self, js: Js<'e>) -> napi::Result<Function<'e>> {
         Function::from_unknown(self.json_parse.value(js)?)
     }
