@@ -184,7 +184,8 @@ mod tests {
 
     #[test]
     fn fields_are_read_leniently() {
-        let f = fields(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":{"turn":"no"}}"#);
+        let f =
+            fields(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":{"turn":"no"}}"#);
         assert_eq!(f.turn.as_deref(), Some("t-1"));
         assert!(matches!(f.turn, Some(Cow::Borrowed(_))), "no copy without an escape");
         assert_eq!(f.call.as_deref(), Some("c-1"));

@@ -21,12 +21,12 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::approvals::How;
+use super::data;
 use super::effects::{Effects, Send, What};
 use super::event::Event;
 use super::news::TurnNews;
 use super::spec::{Answer, Decision, TurnSpec};
 use super::turn::{Reader, Turn};
-use super::data;
 use super::unrouted::{Held, Note, Unrouted};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
