@@ -59,7 +59,10 @@ binding.__setGlue({
 
 /** The error of a method called without its client. */
 function detached(name) {
-  return makeError("invalid_params", `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`);
+  return makeError(
+    "invalid_params",
+    `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`,
+  );
 }
 
 /** An error settled from the event loop (no frame of its own) gets the stack of the `await` that catches it. */

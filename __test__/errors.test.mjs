@@ -76,7 +76,9 @@ test("isKomaError and instanceof are true for the package's errors only; the cla
   assert.equal(KomaError.prototype.name, "KomaError");
 });
 
-test("an error settled later carries its caller's stack: a timed-out state() names the function that awaited it", { timeout: 30000 }, async (t) => {
+test("an error settled later carries its caller's stack: a timed-out state() names the function that awaited it", {
+  timeout: 30000,
+}, async (t) => {
   const client = simClient(t, { faults: "never_answer" });
   await client.probe();
   async function askForTheStateOfASilentKoma() {
@@ -150,7 +152,9 @@ test("events({ timeout }) ends its loop with `timeout`; bad options make it thro
   assert.equal(getEventListeners(ac.signal, "abort").length, 0);
 });
 
-test("close({ timeout }) bounds the wait, not the close: it rejects with `timeout`, and koma is still stopped", { timeout: 30000 }, async (t) => {
+test("close({ timeout }) bounds the wait, not the close: it rejects with `timeout`, and koma is still stopped", {
+  timeout: 30000,
+}, async (t) => {
   const client = simClient(t, { faults: "ignore_detach" }); // close waits for a detach answer that never comes
   await client.create({});
   const pid = client.pid;
@@ -197,10 +201,7 @@ test("one signal shared by many concurrent calls has one abort listener; no MaxL
   await Promise.all(Array.from({ length: 20 }, () => answered.probe({ signal: shared.signal })));
   assert.equal(getEventListeners(shared.signal, "abort").length, 0);
   await new Promise((r) => setImmediate(r)); // process.emitWarning reports on the next tick
-  assert.deepEqual(
-    warnings.filter((w) => w.name === "MaxListenersExceededWarning").map(String),
-    [],
-  );
+  assert.deepEqual(warnings.filter((w) => w.name === "MaxListenersExceededWarning").map(String), []);
 });
 
 test("create after a failed resume says that the client has no session, not that it has one", { timeout: 30000 }, async (t) => {

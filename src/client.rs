@@ -243,11 +243,7 @@ impl Client {
     /// `signal` or a `timeout`, the loop ends throwing `aborted` or `timeout`
     /// when the signal aborts or the time has passed (bad options: it throws
     /// `invalid_params`).
-    #[napi(
-        catch_unwind,
-        ts_args_type = "options?: CallOptions",
-        ts_return_type = "AsyncIterableIterator<EventItem>"
-    )]
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "AsyncIterableIterator<EventItem>")]
     pub fn events<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
         let js = Js::new(env);
         stream::events(&self.ctx, js, call_options(js, "events", Some(options)))

@@ -60,11 +60,7 @@ fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
 /// A new loop over the client's own stream (every one reads the same
 /// stream), bounded by its options' signal and timeout; options that were
 /// refused make a loop that throws their error.
-pub fn events<'e>(
-    ctx: &Rc<Ctx>,
-    js: Js<'e>,
-    options: Result<CallOptions<'e>, KomaError>,
-) -> napi::Result<Unknown<'e>> {
+pub fn events<'e>(ctx: &Rc<Ctx>, js: Js<'e>, options: Result<CallOptions<'e>, KomaError>) -> napi::Result<Unknown<'e>> {
     queue(ctx, js)?;
     let make = {
         let st = ctx.state.borrow();
@@ -82,7 +78,8 @@ pub fn events<'e>(
         }
         Err(e) => refused = coded_error(js, &e, None, None)?,
     }
-    let make: Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>> = Function::from_unknown(make)?;
+    let make: Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>> =
+        Function::from_unknown(make)?;
     make.call(FnArgs::from((signal, timeout, refused)))
 }
 

@@ -3,13 +3,16 @@
 //! what it is), or a plain `Error` where the package's JavaScript half is
 //! not registered (the binding loaded alone).
 
+use std::cell::RefCell;
 use std::ptr;
+use std::rc::Rc;
 
 use koma_transport::KomaError;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Object, Unknown};
 use napi::{JsValue, Property, PropertyAttributes};
 
-use super::js::{check, Js};
+use super::js::{check, EnvLife, Js};
+use super::reference::OwnedRef;
 use super::strings::text;
 
 /// A `KomaError` with `e`'s code and message; a remote error carries `remote`
@@ -52,11 +55,23 @@ pub fn coded_error<'e>(
     Ok(err.to_unknown())
 }
 
-/// `makeError(code, message)` of `lib/errors.js`, if this environment has it.
+thread_local! {
+    /// `makeError` of `lib/errors.js`, registered with the package's
+    /// JavaScript half in this thread's environment (one per thread).
+    static MAKER: RefCell<Option<OwnedRef>> = const { RefCell::new(None) };
+}
+
+/// Make the errors of this thread's environment with `make` (`makeError` of `lib/errors.js`).
+pub fn set_error_maker<'e>(js: Js<'e>, life: &Rc<EnvLife>, make: &Unknown<'e>) -> napi::Result<()> {
+    let r = OwnedRef::new(js, life, make, true)?;
+    MAKER.with(|m| *m.borrow_mut() = Some(r));
+    Ok(())
+}
+
+/// `makeError(code, message)` of `lib/errors.js`, if this environment registered it.
 fn made_by_lib<'e>(js: Js<'e>, code: Unknown<'e>, message: Unknown<'e>) -> Option<Object<'e>> {
-    let env = crate::env::EnvData::current(js)?;
-    let make: Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>)>, Object<'e>> =
-        env.glue(js, "makeError").and_then(Function::from_unknown).ok()?;
+    let make = MAKER.with(|m| m.borrow().as_ref().map(|r| r.value(js)))?.ok()?;
+    let make: Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>)>, Object<'e>> = Function::from_unknown(make).ok()?;
     match make.call(FnArgs::from((code, message))) {
         Ok(err) => Some(err),
         Err(_) => {

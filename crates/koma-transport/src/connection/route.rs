@@ -246,7 +246,10 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
                         let len = e.data_json().len() + e.name.len() + 24;
                         turns.push_main(&mut stream.events, e.frame_bytes(), len, lifts, |out| e.write(seq, out));
                     } else {
-                        turns.deliver(&mut stream.events, Event::new(seq, e.name, e.frame_bytes(), e.data_json(), lifts));
+                        turns.deliver(
+                            &mut stream.events,
+                            Event::new(seq, e.name, e.frame_bytes(), e.data_json(), lifts),
+                        );
                     }
                     if stream.events.epoch() != epoch {
                         counters.set_epoch(stream.events.epoch());
