@@ -17,8 +17,8 @@ export type ApprovalDecision = 'allow' | 'deny'
  *
  * The promise's type admits any string so that the natural async function
  * compiles: TypeScript widens an async function's returned literal to
- * `string` when the expected type mixes a promise with a plain value
- * (microsoft/TypeScript#30185, the same in TypeScript 7). A plain
+ * `string` when the expected type mixes a promise with a plain value (a
+ * limitation of its contextual typing, the same in TypeScript 7). A plain
  * function's answer is still checked.
  */
 export type ApprovalHandler = (
