@@ -11,7 +11,13 @@
 // - a method called without its client (`const { state } = client;
 //   state()`) rejects with `invalid_params` instead of throwing V8's
 //   "Illegal invocation" (`turn()` and `events()`, which return no promise,
-//   throw that error).
+//   throw that error);
+// - the package's errors (`KomaError`, `isKomaError`: `lib/errors.js`);
+// - each method that returns a promise is an `async` function around the
+//   addon's, so that an error settled later, from the event loop (a
+//   timeout, koma's answer), gets the stack where the caller awaited: V8's
+//   async stack trace then names the caller's functions. An error made
+//   during the call itself keeps the stack it was made with.
 "use strict";
 
 let binding;
@@ -41,29 +47,68 @@ function noAddon(error) {
 }
 
 const { Client } = binding;
-binding.__setGlue({ clientStream: require("./lib/stream.js").clientStream, makeTurn: require("./lib/turn.js").makeTurn });
+const { KomaError, makeError, isKomaError, frameless } = require("./lib/errors.js");
+const { onAbort, offAbort } = require("./lib/signals.js");
+binding.__setGlue({
+  clientStream: require("./lib/stream.js").clientStream,
+  makeTurn: require("./lib/turn.js").makeTurn,
+  makeError,
+  onAbort,
+  offAbort,
+});
 
 /** The error of a method called without its client. */
 function detached(name) {
-  const e = new Error(`Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`);
-  e.code = "invalid_params";
-  return e;
+  return makeError(
+    "invalid_params",
+    `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`,
+  );
 }
 
-/** Wrap `Client.prototype[key]` so that a call without its client fails with `onDetached`. */
-function guard(key, name, onDetached) {
-  const method = Client.prototype[key];
-  const wrapped = {
-    [name](a, b, c) {
-      return this instanceof Client ? method.call(this, a, b, c) : onDetached(detached(name));
-    },
-  }[name];
+/** An error settled from the event loop (no frame of its own) gets the stack of the `await` that catches it. */
+function traced(error) {
+  if (error instanceof KomaError && frameless(error.stack) && typeof Error.captureStackTrace === "function") {
+    Error.captureStackTrace(error, traced);
+  }
+  return error;
+}
+
+/** Define `Client.prototype[key]` as `wrapped`, with the name `name`. */
+function define(key, wrapped) {
   Object.defineProperty(Client.prototype, key, { value: wrapped, writable: true, configurable: true });
 }
-const reject = (error) => Promise.reject(error);
-const raise = (error) => {
-  throw error;
-};
+
+/** Wrap the promise method `Client.prototype[key]`: async, and refusing a call without its client. */
+function wrapAsync(key, name) {
+  const method = Client.prototype[key];
+  define(
+    key,
+    {
+      async [name](a, b, c) {
+        if (!(this instanceof Client)) throw detached(name);
+        try {
+          return await method.call(this, a, b, c);
+        } catch (error) {
+          throw traced(error);
+        }
+      },
+    }[name],
+  );
+}
+
+/** Wrap `Client.prototype[key]`, which returns no promise, so that a call without its client throws. */
+function guard(key, name) {
+  const method = Client.prototype[key];
+  define(
+    key,
+    {
+      [name](a, b) {
+        if (!(this instanceof Client)) throw detached(name);
+        return method.call(this, a, b);
+      },
+    }[name],
+  );
+}
 for (const name of [
   "probe",
   "create",
@@ -80,11 +125,11 @@ for (const name of [
   "close",
   "run",
 ]) {
-  guard(name, name, reject);
+  wrapAsync(name, name);
 }
-for (const name of ["turn", "events"]) guard(name, name, raise);
-guard(Symbol.asyncDispose, "[Symbol.asyncDispose]", reject);
+for (const name of ["turn", "events"]) guard(name, name);
+wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]");
 
-module.exports = { Client, isKomaError: binding.isKomaError };
+module.exports = { Client, KomaError, isKomaError };
 // The addon built for the package's own tests has a census of its live objects.
 if (typeof binding.__census === "function") module.exports.__census = binding.__census;

@@ -45,3 +45,15 @@ test("RunOptions documents each option, as TurnOptions does", () => {
     }
   }
 });
+
+test("the typings compile under tsc --strict: an async onApproval, errors narrowed by code, env: process.env", { timeout: 120000 }, () => {
+  // __test__/types/errors-approvals.ts (and usage.ts): what a TypeScript user writes, and what must not compile.
+  const r = spawnSync(
+    process.execPath,
+    [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "__test__", "types", "tsconfig.json")],
+    {
+      encoding: "utf8",
+    },
+  );
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});

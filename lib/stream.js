@@ -16,6 +16,9 @@
 // handed out uncounted (2) once an overflow has come.
 "use strict";
 
+const { makeError } = require("./errors.js");
+const signals = require("./signals.js");
+
 /** @type {IteratorReturnResult<undefined>} */
 const DONE = Object.freeze({ value: undefined, done: true });
 const UNCOUNTED = 0;
@@ -25,6 +28,7 @@ const REVOCABLE = 1;
  * @typedef {{ EPOCH: number, TAKEN: number, BATCH_EPOCH: number, TAKEN_BYTES: number, BATCH_COUNTING: number, STRIDE: number }} Layout
  * @typedef {{ type: "event", seq: number, name: string, data: unknown } | { type: "overflow", dropped: number }} Item
  * @typedef {{ resolve: (r: IteratorResult<Item>) => void, reject: (e: unknown) => void, owner: object }} Waiter
+ * @typedef {{ signal: AbortSignal | undefined, timeout: number | undefined, refused: unknown, what: string }} Bound
  */
 
 /** The cursor over a stream's batches. */
@@ -143,8 +147,13 @@ class Loops {
     if (waiting.length === 0) this.hooks.idle();
   }
 
-  /** A new loop over the stream. @returns {AsyncIterableIterator<Item>} */
-  iterator() {
+  /**
+   * A new loop over the stream; one with a `bound` ends, throwing, when its
+   * signal aborts or its timeout passes.
+   * @param {Bound} [bound]
+   * @returns {AsyncIterableIterator<Item>}
+   */
+  iterator(bound) {
     const loops = this;
     /** @type {AsyncIterableIterator<Item>} */
     const it = {
@@ -173,14 +182,101 @@ class Loops {
         return this;
       },
     };
-    return it;
+    return bound === undefined ? it : bounded(loops, it, bound);
   }
+
+  /**
+   * End the loop `it` with `error`: its waiting `next()`s reject with it,
+   * and it waits no more.
+   * @param {object} it
+   * @param {unknown} error
+   */
+  fail(it, error) {
+    const mine = this.waiting.filter((w) => w.owner === it);
+    this.waiting = this.waiting.filter((w) => w.owner !== it);
+    for (const w of mine) w.reject(error);
+    this.hooks.leave();
+    if (this.waiting.length === 0) this.hooks.idle();
+  }
+}
+
+/**
+ * The loop `it` of `loops`, ended by its bound: once its signal aborts
+ * (`aborted`, or `timeout` for a TimeoutError reason; the reason is the
+ * `cause`) or its timeout passes (`timeout`), every `next()` rejects with
+ * that error. A loop without a bound never comes here: nothing is added to
+ * each event's way.
+ * @param {Loops} loops
+ * @param {AsyncIterableIterator<Item>} it
+ * @param {Bound} bound
+ * @returns {AsyncIterableIterator<Item>}
+ */
+function bounded(loops, it, bound) {
+  const { signal, timeout, what } = bound;
+  /** @type {{ error: unknown } | undefined} */
+  let failure = bound.refused === undefined ? undefined : { error: bound.refused };
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  const stop = () => {
+    if (signal !== undefined) signals.offAbort(signal, onAbort);
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const fail = (/** @type {unknown} */ error) => {
+    if (failure !== undefined) return;
+    failure = { error };
+    stop();
+    loops.fail(it, error);
+  };
+  const onAbort = () => {
+    const s = /** @type {AbortSignal} */ (signal);
+    const reason = s.reason;
+    const timedOut = reason !== null && typeof reason === "object" && reason.name === "TimeoutError";
+    const how = timedOut ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
+    const error = makeError(timedOut ? "timeout" : "aborted", `\`${what}\` ${how}; the loop ended`);
+    if (reason !== undefined) Object.defineProperty(error, "cause", { value: reason, writable: true, configurable: true });
+    fail(error);
+  };
+  if (failure === undefined && signal !== undefined) {
+    if (signal.aborted) onAbort();
+    else signals.onAbort(signal, onAbort);
+  }
+  if (failure === undefined && timeout !== undefined) {
+    timer = setTimeout(() => fail(makeError("timeout", `\`${what}\` ended: its timeout of ${timeout} ms passed`)), timeout);
+    // The loop holds the process while it waits; its deadline alone does not.
+    timer.unref?.();
+  }
+  /** @param {IteratorResult<Item>} r */
+  const settled = (r) => {
+    if (r.done) stop();
+    return r;
+  };
+  const failed = (/** @type {unknown} */ error) => {
+    stop();
+    throw error;
+  };
+  return {
+    next() {
+      if (failure !== undefined) return Promise.reject(failure.error);
+      return it.next().then(settled, failed);
+    },
+    return() {
+      stop();
+      if (failure !== undefined) return Promise.resolve(DONE);
+      return /** @type {Promise<IteratorResult<Item>>} */ (/** @type {NonNullable<typeof it.return>} */ (it.return)());
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }
 
 /**
  * The client's own stream, what `events()` reads: `pull` and `stop` (no loop
  * waits any more) are the addon's. Each `events()` is a loop of its own over
- * the one stream: leaving one ends that loop only.
+ * the one stream: leaving one ends that loop only. `events(signal, timeout,
+ * refused)` takes the checked options of `events()` (or the error that
+ * refused them, which every `next()` then rejects with).
  * @param {() => unknown} pull
  * @param {() => void} stop
  * @param {ArrayBuffer} counters
@@ -192,7 +288,16 @@ function clientStream(pull, stop, counters, layout) {
     leave: () => {},
     idle: stop,
   });
-  return { events: () => loops.iterator(), settle: () => loops.serve() };
+  /**
+   * @param {AbortSignal | undefined} signal
+   * @param {number | undefined} timeout
+   * @param {unknown} refused
+   */
+  const events = (signal, timeout, refused) =>
+    signal === undefined && timeout === undefined && refused === undefined
+      ? loops.iterator()
+      : loops.iterator({ signal, timeout, refused, what: "events" });
+  return { events, settle: () => loops.serve() };
 }
 
 module.exports = { Cursor, Loops, clientStream, DONE };

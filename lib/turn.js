@@ -10,6 +10,7 @@
 "use strict";
 
 const { Cursor, Loops } = require("./stream.js");
+const signals = require("./signals.js");
 
 /**
  * @typedef {import("./stream.js").Item} Item
@@ -207,8 +208,8 @@ class TurnState {
       this.stopCause = signal.reason;
       this.ops.stop(this.key, code, `\`${what}\` ${how}; the agent was interrupted`);
     };
-    signal.addEventListener("abort", onAbort, { once: true });
-    this.cleanup = () => signal.removeEventListener("abort", onAbort);
+    signals.onAbort(signal, onAbort);
+    this.cleanup = () => signals.offAbort(signal, onAbort);
   }
 }
 

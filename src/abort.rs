@@ -2,14 +2,14 @@
 //! listener attached while the call is pending.
 
 use std::ffi::CStr;
-use std::rc::Rc;
 
 use koma_transport::ErrorCode;
-use napi::bindgen_prelude::{FnArgs, FromNapiValue, JsObjectValue, Object, Unknown};
-use napi::ValueType;
+use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, Object, Unknown};
+use napi::{JsValue, ValueType};
 
-use crate::handles::{function, EnvLife, Js, NativeFn, OwnedRef};
-use crate::values::{as_object, as_string, call_method, get, kind};
+use crate::env::EnvData;
+use crate::handles::{function, Js, NativeFn, OwnedRef};
+use crate::values::{as_object, as_string, get, kind, thrown};
 
 /// If `signal` is aborted: the code to reject with (`timeout` when its
 /// reason is a `TimeoutError`, as `AbortSignal.timeout()` gives; `aborted`
@@ -25,31 +25,33 @@ pub fn aborted<'e>(js: Js<'e>, signal: &Object<'e>) -> Option<(ErrorCode, Option
     Some((code, reason))
 }
 
-/// The `abort` listener of a pending call's signal, removed when it settles.
+/// A pending call's callback on its signal's `abort`, removed when it
+/// settles. The package listens once per signal, however many calls wait
+/// on it (`lib/signals.js`): Node warns past ten listeners on one signal.
 pub struct AbortListener {
     signal: OwnedRef,
     listener: OwnedRef,
 }
 
 impl AbortListener {
-    /// Listen once to `signal`'s `abort` with a native function of `data`.
-    /// Fails with what `addEventListener` threw.
+    /// Call a native function of `data` when `signal` aborts. Fails with
+    /// what the signal's `addEventListener` threw.
     pub fn attach<'e, T: 'static>(
         js: Js<'e>,
-        life: &Rc<EnvLife>,
+        env: &EnvData,
         signal: &Object<'e>,
         name: &CStr,
         data: T,
         on_abort: NativeFn<T>,
     ) -> Result<Self, String> {
         let listener = function(js, name, data, on_abort).map_err(|e| e.reason)?;
-        let mut once = Object::new(&js.env()).map_err(|e| e.reason)?;
-        once.set_named_property("once", true).map_err(|e| e.reason)?;
-        let abort = js.to_value("abort").map_err(|e| e.reason)?;
-        call_method(js, signal, "addEventListener", FnArgs::from((abort, listener, once)))?;
+        let add = glue_fn(js, env, "onAbort")?;
+        if let Err(e) = add.call(FnArgs::from((signal.to_unknown(), listener))) {
+            return Err(thrown(js, e));
+        }
         Ok(AbortListener {
-            signal: OwnedRef::new(js, life, signal, true).map_err(|e| e.reason)?,
-            listener: OwnedRef::new(js, life, &listener, true).map_err(|e| e.reason)?,
+            signal: OwnedRef::new(js, &env.life, signal, true).map_err(|e| e.reason)?,
+            listener: OwnedRef::new(js, &env.life, &listener, true).map_err(|e| e.reason)?,
         })
     }
 
@@ -58,11 +60,20 @@ impl AbortListener {
         self.signal.value(js).ok().and_then(as_object)
     }
 
-    /// Remove the listener (its call has settled); the references go with it.
-    pub fn remove(self, js: Js) {
+    /// Remove the callback (its call has settled); the references go with it.
+    pub fn remove(self, js: Js, env: &EnvData) {
         let (Ok(signal), Ok(listener)) = (self.signal.value(js), self.listener.value(js)) else { return };
-        let (Some(signal), Ok(name)) = (as_object(signal), js.to_value("abort")) else { return };
+        let Ok(remove) = glue_fn(js, env, "offAbort") else { return };
         // A signal that refuses to let go cannot keep the call: it has settled.
-        let _ = call_method(js, &signal, "removeEventListener", FnArgs::from((name, listener)));
+        if remove.call(FnArgs::from((signal, listener))).is_err() {
+            let _ = js.take_exception();
+        }
     }
+}
+
+type SignalFn<'e> = Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
+
+/// `lib/signals.js`'s `onAbort` or `offAbort`.
+fn glue_fn<'e>(js: Js<'e>, env: &EnvData, name: &str) -> Result<SignalFn<'e>, String> {
+    env.glue(js, name).and_then(Function::from_unknown).map_err(|e| e.reason)
 }

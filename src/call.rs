@@ -50,7 +50,7 @@ pub fn call<'e>(
         None => None,
         Some(signal) => {
             let data = AbortData { ctx: Rc::downgrade(ctx), token };
-            match AbortListener::attach(js, &ctx.env.life, signal, c"onabort", data, on_abort) {
+            match AbortListener::attach(js, &ctx.env, signal, c"onabort", data, on_abort) {
                 Ok(a) => Some(a),
                 Err(why) => {
                     let e = KomaError::new(
@@ -66,13 +66,13 @@ pub fn call<'e>(
     match start(token) {
         Err(e) => {
             if let Some(a) = abort {
-                a.remove(js);
+                a.remove(js, &ctx.env);
             }
             deferred.reject_with(js, &e, None, None);
         }
         Ok(Started::Now(v)) => {
             if let Some(a) = abort {
-                a.remove(js);
+                a.remove(js, &ctx.env);
             }
             deferred.resolve(js, v);
         }
@@ -106,7 +106,7 @@ fn on_abort<'e>(data: &AbortData, js: Js<'e>, _args: &[Unknown<'e>]) -> napi::Re
         let aborted = call.abort.as_ref().and_then(|a| a.signal(js)).and_then(|s| aborted(js, &s));
         let (code, reason) = aborted.unwrap_or((ErrorCode::Aborted, None));
         if let Some(a) = call.abort {
-            a.remove(js);
+            a.remove(js, &ctx.env);
         }
         call.deferred.reject_with(js, &abort_error(&call.what, code), None, reason);
         ctx.update_hold(js);

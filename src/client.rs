@@ -239,10 +239,14 @@ impl Client {
     /// and the one overflow report. Ends after detach or close; throws the
     /// client's fatal error after a failure (once the events received before
     /// it were taken). There is one queue per client: each call is a loop of
-    /// its own over it, and leaving one loop ends that loop only.
-    #[napi(catch_unwind, ts_return_type = "AsyncIterableIterator<EventItem>")]
-    pub fn events<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
-        stream::events(&self.ctx, Js::new(env))
+    /// its own over it, and leaving one loop ends that loop only. With a
+    /// `signal` or a `timeout`, the loop ends throwing `aborted` or `timeout`
+    /// when the signal aborts or the time has passed (bad options: it throws
+    /// `invalid_params`).
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "AsyncIterableIterator<EventItem>")]
+    pub fn events<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
+        let js = Js::new(env);
+        stream::events(&self.ctx, js, call_options(js, "events", Some(options)))
     }
 
     /// The kept tail of the child's stderr (the newest 64 KiB), as text.
@@ -260,12 +264,18 @@ impl Client {
     /// Detach if it can (bounded), else end stdin, then SIGTERM, then SIGKILL,
     /// each after a short grace; the child (and the tools it started) are
     /// stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.
-    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
+    /// A `signal` or `timeout` bounds the wait, not the close: the promise
+    /// rejects with `aborted` or `timeout`, and the close goes on.
+    #[napi(catch_unwind, ts_args_type = "options?: CallOptions", ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env, options: Unknown<'e>) -> Result<Unknown<'e>> {
         let js = Js::new(env);
         let ctx = &self.ctx;
-        let none = CallOptions { signal: None, timeout: None };
-        call(ctx, js, "close", &none, |token| match ctx.conn.close(token) {
+        let opts = match call_options(js, "close", Some(options)) {
+            Ok(o) => o,
+            Err(e) => return rejected(js, ctx, &e),
+        };
+        let timeout = opts.timeout.map(duration);
+        call(ctx, js, "close", &opts, |token| match ctx.conn.close_within(token, timeout) {
             Closing::Wait => Ok(Started::Waiting),
             Closing::Done => Ok(Started::Now(js.undefined())),
             Closing::Refused(e) => Err(e),
@@ -301,7 +311,14 @@ impl Client {
     /// `await using client = new Client(...)` closes it.
     #[napi(catch_unwind, well_known_symbol = "asyncDispose", ts_return_type = "Promise<void>")]
     pub fn async_dispose<'e>(&self, env: &'e Env) -> Result<Unknown<'e>> {
-        self.close(env)
+        let js = Js::new(env);
+        let ctx = &self.ctx;
+        let none = CallOptions { signal: None, timeout: None };
+        call(ctx, js, "close", &none, |token| match ctx.conn.close(token) {
+            Closing::Wait => Ok(Started::Waiting),
+            Closing::Done => Ok(Started::Now(js.undefined())),
+            Closing::Refused(e) => Err(e),
+        })
     }
 }
 

@@ -103,7 +103,7 @@ fn settle(ctx: &Ctx, js: Js, completions: Vec<Completion>, results: &mut Results
         let Some(call) = ctx.state.borrow_mut().calls.remove(&c.token) else { continue };
         let Call { deferred, abort, .. } = call;
         if let Some(a) = abort {
-            a.remove(js);
+            a.remove(js, &ctx.env);
         }
         match c.outcome {
             Outcome::Result(raw) => results.push((deferred, raw)),
@@ -196,7 +196,7 @@ fn fail_all(ctx: &Ctx, js: Js, why: &str) {
     let calls: Vec<Call> = ctx.state.borrow_mut().calls.drain().map(|(_, c)| c).collect();
     for c in calls {
         if let Some(a) = c.abort {
-            a.remove(js);
+            a.remove(js, &ctx.env);
         }
         c.deferred.reject_with(js, &e, None, None);
     }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use napi::bindgen_prelude::{FromNapiValue, Function, JsObjectValue, Object, Unknown};
 
-use crate::handles::{text, EnvLife, Js, OwnedRef};
+use crate::handles::{set_error_maker, text, EnvLife, Js, OwnedRef};
 use crate::wake::{OnWake, Wakes};
 
 pub struct EnvData {
@@ -74,9 +74,10 @@ impl EnvData {
     }
 
     /// Register the package's JavaScript half (done once per environment, by `index.js`).
+    /// Its `makeError` makes every error of this environment from now on.
     pub fn set_glue(&self, js: Js, glue: &Object) -> napi::Result<()> {
         *self.glue.borrow_mut() = Some(OwnedRef::new(js, &self.life, glue, true)?);
-        Ok(())
+        set_error_maker(js, &self.life, &glue.get_named_property::<Unknown>("makeError")?)
     }
 
     /// The function `name` of the package's JavaScript half.

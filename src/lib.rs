@@ -14,8 +14,8 @@
 //! - `env.rs`: what is kept per Node environment;
 //! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
 //! - `values.rs`: small helpers over napi-rs's values;
-//! - `koma_error.rs`: `isKomaError`;
-//! - `types.rs`: the shapes of the typings;
+//! - `types.rs`: the shapes of the typings (`src/header.d.ts` declares what `index.js` adds:
+//!   `KomaError`, `isKomaError`, the approval types);
 //! - `handles/`: the owned Node-API handles, the only `unsafe` code;
 //! - `testing.rs`: fault injection, only with the `testing` feature.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -28,7 +28,6 @@ mod delivery;
 mod env;
 mod glue;
 mod handles;
-mod koma_error;
 mod options;
 mod stream;
 #[cfg(feature = "testing")]
@@ -40,5 +39,4 @@ mod wake;
 
 pub use client::*;
 pub use glue::*;
-pub use koma_error::*;
 pub use types::*;

@@ -11,11 +11,13 @@ use std::rc::{Rc, Weak};
 use koma_transport::connection::{batch_data_index, BATCH_STRIDE};
 use koma_transport::events::{End, Take};
 use koma_transport::lift::Step;
-use koma_transport::EventCounters;
+use koma_transport::{EventCounters, KomaError};
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Object, Unknown};
+use napi::JsValue;
 
 use crate::context::{Ctx, QueueRefs};
 use crate::handles::{coded_error, external_array_buffer, function, put_lifted, Js, OwnedRef};
+use crate::types::CallOptions;
 
 /// The counters shared with the core (one ArrayBuffer per client) and their layout.
 pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Object<'e>)> {
@@ -55,14 +57,30 @@ fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
     Ok(())
 }
 
-/// A new loop over the client's own stream (every one reads the same stream).
-pub fn events<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
+/// A new loop over the client's own stream (every one reads the same
+/// stream), bounded by its options' signal and timeout; options that were
+/// refused make a loop that throws their error.
+pub fn events<'e>(ctx: &Rc<Ctx>, js: Js<'e>, options: Result<CallOptions<'e>, KomaError>) -> napi::Result<Unknown<'e>> {
     queue(ctx, js)?;
     let make = {
         let st = ctx.state.borrow();
         st.queue.as_ref().expect("made above").events.value(js)?
     };
-    Function::<(), Unknown>::from_unknown(make)?.call(())
+    let (mut signal, mut timeout, mut refused) = (js.undefined(), js.undefined(), js.undefined());
+    match options {
+        Ok(CallOptions { signal: s, timeout: t }) => {
+            if let Some(s) = s {
+                signal = s.to_unknown();
+            }
+            if let Some(t) = t {
+                timeout = js.to_value(t)?;
+            }
+        }
+        Err(e) => refused = coded_error(js, &e, None, None)?,
+    }
+    let make: Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>> =
+        Function::from_unknown(make)?;
+    make.call(FnArgs::from((signal, timeout, refused)))
 }
 
 /// What a stream's `take` gives JavaScript: a batch (a flat array `[seq,

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Either, Either8, Object, Unknown};
+use napi::bindgen_prelude::{Either, Either4, Either8, Object, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -20,7 +20,9 @@ pub struct ClientOptions {
     pub executable: String,
     /// The child's working directory (default: this process's).
     pub cwd: Option<String>,
-    /// Variables added to this process's environment for the child.
+    /// Variables added to this process's environment for the child
+    /// (`undefined` values are skipped, so `process.env` may be given).
+    #[napi(ts_type = "Record<string, string | undefined>")]
     pub env: Option<HashMap<String, String>>,
     /// Print every frame in both directions and every stderr line to this
     /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
@@ -59,9 +61,7 @@ pub struct TurnOptions<'e> {
     /// `invalid_params` (its `cause` is what the function threw) once it has
     /// finished: its iterator throws that error after the turn's events, and
     /// its result rejects with it.
-    #[napi(
-        ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
-    )]
+    #[napi(ts_type = "ApprovalDecision | ApprovalHandler")]
     pub on_approval: Option<Unknown<'e>>,
     /// Interrupts the agent when aborted; the result then rejects with
     /// `aborted` (`timeout` for a `TimeoutError` reason), the signal's reason
@@ -89,9 +89,7 @@ pub struct RunOptions<'e> {
     /// returns anything else denies, and `run()` then rejects with
     /// `invalid_params` (its `cause` is what the function threw, its
     /// `result` the turn's result) once the turn has finished.
-    #[napi(
-        ts_type = "'allow' | 'deny' | ((request: ApprovalRequestedData) => 'allow' | 'deny' | Promise<'allow' | 'deny'>)"
-    )]
+    #[napi(ts_type = "ApprovalDecision | ApprovalHandler")]
     pub on_approval: Unknown<'e>,
     /// Interrupts the agent when aborted; `run()` then rejects with `aborted`
     /// (`timeout` for a `TimeoutError` reason), the signal's reason as its
@@ -149,7 +147,7 @@ pub struct ToolCallRecord {
     pub error: Option<bool>,
     /// How its approval was answered: by `onApproval`, by the application's
     /// `approve()`, or denied for want of anyone to answer.
-    #[napi(ts_type = "'allow' | 'deny'")]
+    #[napi(ts_type = "ApprovalDecision")]
     pub approval: Option<String>,
 }
 
@@ -277,7 +275,7 @@ pub struct InterruptAndSubmitResult {
 pub struct ApproveParams {
     /// The `approval` of an `approval_requested` event.
     pub approval: String,
-    #[napi(ts_type = "'allow' | 'deny'")]
+    #[napi(ts_type = "ApprovalDecision")]
     pub decision: String,
 }
 
@@ -300,26 +298,88 @@ pub struct RemoteError {
     pub data: Option<Value>,
 }
 
-/// Every error of the SDK is an `Error` with one of these codes (see the
-/// README's table); `isKomaError(e)` tells one apart in a `catch`.
+/// An error of the package whose code is `remote`: koma answered with an
+/// error, `remote`.
 #[napi(object, object_to_js = false, object_from_js = false)]
-pub struct KomaError {
+pub struct RemoteKomaError {
+    #[napi(ts_type = "'KomaError'")]
+    pub name: String,
+    pub message: String,
+    pub stack: Option<String>,
+    #[napi(ts_type = "'remote'")]
+    pub code: String,
+    /// koma's error.
+    pub remote: RemoteError,
+    #[napi(ts_type = "unknown")]
+    pub cause: Option<Value>,
+    /// What the turn had come to, on a rejection of `turn.result` or
+    /// `run()` (and an error a loop over a Turn throws).
+    pub result: Option<PartialTurnResult>,
+}
+
+/// An error of the package whose code is `aborted`: the call's signal was
+/// aborted (its reason is the `cause`). Named `AbortError`, as `fetch`'s is.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct AbortKomaError {
+    #[napi(ts_type = "'AbortError'")]
+    pub name: String,
+    pub message: String,
+    pub stack: Option<String>,
+    #[napi(ts_type = "'aborted'")]
+    pub code: String,
+    /// The signal's reason.
+    #[napi(ts_type = "unknown")]
+    pub cause: Option<Value>,
+    /// What the turn had come to, on a rejection of `turn.result` or
+    /// `run()` (and an error a loop over a Turn throws).
+    pub result: Option<PartialTurnResult>,
+}
+
+/// An error of the package whose code is `timeout`: the call's `timeout`
+/// passed, or its signal was aborted with a `TimeoutError` (`cause`). Named
+/// `TimeoutError`, as `AbortSignal.timeout()`'s reason is.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct TimeoutKomaError {
+    #[napi(ts_type = "'TimeoutError'")]
+    pub name: String,
+    pub message: String,
+    pub stack: Option<String>,
+    #[napi(ts_type = "'timeout'")]
+    pub code: String,
+    /// The signal's reason, when a signal timed out.
+    #[napi(ts_type = "unknown")]
+    pub cause: Option<Value>,
+    /// What the turn had come to, on a rejection of `turn.result` or
+    /// `run()` (and an error a loop over a Turn throws).
+    pub result: Option<PartialTurnResult>,
+}
+
+/// An error of the package with any other code of the README's table.
+#[napi(object, object_to_js = false, object_from_js = false)]
+pub struct OtherKomaError {
+    #[napi(ts_type = "'KomaError'")]
     pub name: String,
     pub message: String,
     pub stack: Option<String>,
     #[napi(
-        ts_type = "'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'"
+        ts_type = "'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed'"
     )]
     pub code: String,
-    /// Present when `code` is `remote`.
-    pub remote: Option<RemoteError>,
-    /// What led to it: an aborted signal's reason, or what `onApproval` threw.
+    /// What led to it, if anything did: what `onApproval` threw (an
+    /// `invalid_params` of a turn).
     #[napi(ts_type = "unknown")]
     pub cause: Option<Value>,
-    /// What the turn had come to, on every rejection of `turn.result` and
-    /// `run()` (and every error a loop over a Turn throws).
+    /// What the turn had come to, on a rejection of `turn.result` or
+    /// `run()` (and an error a loop over a Turn throws).
     pub result: Option<PartialTurnResult>,
 }
+
+/// Every error of the package: an instance of the class `KomaError` with
+/// one of the README's codes, narrowed by `code` (`err.remote` is there when
+/// it is `"remote"`). `isKomaError(e)` and `e instanceof KomaError` tell
+/// one apart in a `catch`.
+#[napi]
+pub type KomaError = Either4<RemoteKomaError, AbortKomaError, TimeoutKomaError, OtherKomaError>;
 
 macro_rules! event {
     ($doc:literal, $name:ident, $wire:literal, $data:ty) => {

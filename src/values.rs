@@ -1,7 +1,7 @@
 //! Small helpers over napi-rs's values, for reading what JavaScript passed
 //! in and calling into it.
 
-use napi::bindgen_prelude::{FromNapiValue, Function, JsObjectValue, JsValuesTupleIntoVec, Object, Unknown};
+use napi::bindgen_prelude::{FromNapiValue, JsObjectValue, Object, Unknown};
 use napi::{KeyCollectionMode, KeyConversion, KeyFilter, ValueType};
 
 use crate::handles::Js;
@@ -42,21 +42,6 @@ pub fn own_keys(obj: &Object) -> napi::Result<Vec<String>> {
         }
     }
     Ok(keys)
-}
-
-/// Call `obj[name](...args)`; an exception it throws is taken and its message returned.
-pub fn call_method<'e, A: JsValuesTupleIntoVec>(
-    js: Js<'e>,
-    obj: &Object<'e>,
-    name: &str,
-    args: A,
-) -> Result<Unknown<'e>, String> {
-    let f: Function<'e, A, Unknown<'e>> = match obj.get_named_property::<Unknown>(name) {
-        Ok(f) if kind(&f) == ValueType::Function => Function::from_unknown(f).map_err(|e| e.reason)?,
-        Ok(_) => return Err(format!("`{name}` is not a function")),
-        Err(e) => return Err(thrown(js, e)),
-    };
-    f.apply(obj, args).map_err(|e| thrown(js, e))
 }
 
 /// The message of a failed call: the thrown value's `message` (or the value,

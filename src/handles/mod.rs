@@ -31,7 +31,7 @@ mod tsfn;
 
 pub use buffer::external_array_buffer;
 pub use deferred::Deferred;
-pub use error::coded_error;
+pub use error::{coded_error, set_error_maker};
 pub use function::{function, NativeFn};
 pub use js::{EnvLife, Js};
 pub use reference::OwnedRef;

@@ -16,6 +16,7 @@ in_every_mode! {
         close_while_spawning_stops_the_child_before_it_resolves,
         a_killed_child_fails_pending_calls_and_its_group_is_gone,
         a_deadline_settles_once_and_is_cancelled_when_the_answer_comes,
+        a_close_with_a_deadline_times_out_and_the_close_goes_on,
     ],
     linux_only: [],
 }
@@ -74,6 +75,24 @@ fn a_killed_child_fails_pending_calls_and_its_group_is_gone(mode: SpawnMode) {
     assert!(e.message.contains("SIGKILL"), "{}", e.message);
     c.close();
     assert!(!alive(pid) && !group_alive(pid), "koma and its tool are gone when close is done");
+}
+
+fn a_close_with_a_deadline_times_out_and_the_close_goes_on(mode: SpawnMode) {
+    let _serial = serial();
+    // The sim never answers detach: close waits its grace for it, then goes on.
+    let mut c = Client::sim_in(mode, &[("KOMA_SIM_FAULT", "ignore_detach"), ("KOMA_SIM_HOME", &tempdir())]);
+    c.call("create", Some("{}")).unwrap();
+    let pid = c.conn.pid().unwrap() as i32;
+    let bounded = c.conn.token();
+    assert_eq!(c.conn.close_within(bounded, Some(Duration::from_millis(20))), Closing::Wait);
+    let waited = c.conn.token();
+    assert_eq!(c.conn.close(waited), Closing::Wait);
+    let Outcome::Error(e) = c.outcome(bounded) else { panic!("the bounded close did not time out") };
+    assert_eq!(e.code, ErrorCode::Timeout);
+    assert_eq!(e.message, "`close` did not finish within 20 ms; the close goes on");
+    assert!(matches!(c.outcome(waited), Outcome::Done), "the close itself ends");
+    assert!(c.conn.is_closed());
+    assert!(!alive(pid), "koma is stopped and reaped");
 }
 
 fn a_deadline_settles_once_and_is_cancelled_when_the_answer_comes(mode: SpawnMode) {

@@ -237,6 +237,13 @@ impl Connection {
     /// every task and descriptor of the connection is gone before `close` is
     /// done. Pending requests then get `delivery_unknown`.
     pub fn close(&self, token: u64) -> Closing {
+        self.close_within(token, None)
+    }
+
+    /// [`Connection::close`], whose call fails with `timeout` if the close
+    /// has not finished within `timeout`: the close goes on (only the wait
+    /// is bounded), as does a close whose call is abandoned.
+    pub fn close_within(&self, token: u64, timeout: Option<Duration>) -> Closing {
         if let Some(e) = self.link.foreign() {
             return Closing::Refused(e);
         }
@@ -253,6 +260,9 @@ impl Connection {
             _ => {}
         }
         s.calls.close_waiters.push(token);
+        if let Some(d) = timeout {
+            expire_after(&self.link, &mut s, token, d);
+        }
         if s.phase == Phase::Closing {
             return Closing::Wait;
         }

@@ -205,9 +205,10 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
                 break;
             }
             Routed::Response { id, body } => {
-                let Some((token, _)) = s.calls.pending.take_by_id(&id) else {
+                let Some((token, request)) = s.calls.pending.take_by_id(&id) else {
                     continue; // not pending: unknown, answered or abandoned
                 };
+                s.session.lifecycle.answered(&request.method, matches!(body, RoutedBody::Result(_)));
                 let outcome = match body {
                     RoutedBody::Result(raw) => Outcome::Result(raw),
                     RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),

@@ -183,6 +183,11 @@ impl Shared {
             self.calls.hello_waiters.remove(i);
             return Some("probe".to_owned());
         }
+        if let Some(i) = self.calls.close_waiters.iter().position(|t| *t == token) {
+            // The close goes on; only this call stops waiting for it.
+            self.calls.close_waiters.remove(i);
+            return Some("close".to_owned());
+        }
         None
     }
 

@@ -61,7 +61,11 @@ fn expire(link: Weak<Link>, token: u64, after: Duration) {
     }
     if let Some(method) = s.forget(token) {
         let within = link.options.wording.duration(after);
-        let e = KomaError::new(ErrorCode::Timeout, format!("`{method}` was not answered within {within}"));
+        let message = match method.as_str() {
+            "close" => format!("`close` did not finish within {within}; the close goes on"),
+            _ => format!("`{method}` was not answered within {within}"),
+        };
+        let e = KomaError::new(ErrorCode::Timeout, message);
         s.complete(token, Outcome::Error(e));
         link.wake_if_needed(s);
     }

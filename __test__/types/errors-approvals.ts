@@ -1,0 +1,103 @@
+// Type-checked with `tsc --strict` (typescript.test.mjs and `npm test`), never run:
+// the natural async approval handler, errors narrowed by `code`, `env: process.env`.
+import { Client, KomaError, isKomaError, type ApprovalDecision, type ApprovalHandler, type PartialTurnResult } from "../../index.js";
+
+declare function ask(): Promise<void>;
+declare const client: Client;
+
+export async function approvals(): Promise<void> {
+  // An async handler that awaits a person, then answers a literal.
+  await client.run(
+    { text: "fix the typo" },
+    {
+      // biome-ignore lint/correctness/noUnusedFunctionParameters: the handler as issue 26 wrote it
+      onApproval: async (req) => {
+        await ask();
+        return "deny";
+      },
+    },
+  );
+  const turn = client.turn(
+    { text: "fix the typo" },
+    {
+      onApproval: async (req) => {
+        await ask();
+        return req.tool === "write_file" ? "allow" : "deny";
+      },
+    },
+  );
+  void turn;
+  // A plain function, and a policy.
+  await client.run({ text: "x" }, { onApproval: (req) => (req.tool === "read_file" ? "allow" : "deny") });
+  await client.run({ text: "x" }, { onApproval: () => "allow" });
+  await client.run({ text: "x" }, { onApproval: "deny" });
+  // The exported types.
+  const decision: ApprovalDecision = "allow";
+  const handler: ApprovalHandler = async () => {
+    await ask();
+    return decision;
+  };
+  await client.run({ text: "x" }, { onApproval: handler });
+  // @ts-expect-error a plain function answers "allow" or "deny"
+  void client.run({ text: "x" }, { onApproval: () => "maybe" });
+  // @ts-expect-error a policy is "allow" or "deny"
+  void client.run({ text: "x" }, { onApproval: "maybe" });
+  // @ts-expect-error an async handler answers a string
+  void client.run({ text: "x" }, { onApproval: async () => 1 });
+  // @ts-expect-error ApprovalDecision is the two answers
+  const wrong: ApprovalDecision = "ask";
+  void wrong;
+}
+
+export async function errors(): Promise<void> {
+  try {
+    await client.submit({ text: "run the tests" });
+  } catch (err) {
+    // The README's snippet, as written.
+    if (isKomaError(err) && err.code === "remote" && err.remote.code === "busy") console.log("a turn is running");
+    if (err instanceof KomaError && err.code === "remote") {
+      const code: string = err.remote.code;
+      void code;
+    }
+    if (isKomaError(err) && err.code === "timeout") {
+      const name: "TimeoutError" = err.name;
+      void name;
+    }
+    if (err instanceof KomaError && err.code === "aborted") {
+      const name: "AbortError" = err.name;
+      void name;
+    }
+    if (isKomaError(err) && err.code !== "remote") {
+      // @ts-expect-error only a remote error has `remote`
+      void err.remote;
+      const name: "KomaError" | "AbortError" | "TimeoutError" = err.name;
+      void name;
+    }
+    if (isKomaError(err)) {
+      const asError: Error = err;
+      const result: PartialTurnResult | undefined = err.result;
+      const cause: unknown = err.cause;
+      void asError;
+      void result;
+      void cause;
+    }
+    // @ts-expect-error an unknown caught value has no code
+    void err.code;
+  }
+  // @ts-expect-error the package makes its errors: no public constructor
+  void new KomaError("timeout", "x");
+}
+
+export function environment(): void {
+  void new Client({ executable: "koma", env: process.env });
+  void new Client({ executable: "koma", env: { ...process.env, KOMA_SIM_DELAY_MS: "0" } });
+  // @ts-expect-error a variable's value is a string
+  void new Client({ executable: "koma", env: { N: 1 } });
+}
+
+export function options(ac: AbortController): void {
+  void client.events({ signal: ac.signal, timeout: 1000 });
+  void client.close({ timeout: 1000 });
+  // @ts-expect-error a call's options are { signal?, timeout? }
+  void client.events({ deadline: 1 });
+}
