@@ -2,6 +2,9 @@
 //! protocol 1, server side), with fault switches for client tests and a
 //! bench mode. `koma-sim --help` lists the environment and every switch.
 
+// Every unsafe block says why it is sound.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 mod agent;
 mod config;
 mod faults;
