@@ -1,6 +1,7 @@
 //! Sending an answer, as the answer faults and the frame faults have it:
 //! in place of the first answer, held back, never sent, or preceded by an
-//! unknown id or an unknown event.
+//! unknown id or an unknown event; and as a scenario has it: later, or
+//! never once it stopped answering.
 
 use crate::agent::{self, json_str, Core};
 use crate::faults::FrameFault;
@@ -8,13 +9,32 @@ use crate::server::rpc::{response_frame, Req, Res};
 use crate::server::shared::{lock, Shared};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A frame of exactly 40 MiB of JSON text.
 pub const MAX_FRAME: usize = 41_943_040;
 
 /// Sends the answer to `req`, subject to the answer faults. Called with
 /// the core lock held, so events the handler emits after it keep order.
-pub fn answer(sh: &Shared, g: &mut Core, req: &Req, res: Res) {
+/// A scenario's delay sends it from a thread of its own, that much later
+/// (the reader goes on meanwhile).
+pub fn answer(sh: &Arc<Shared>, g: &mut Core, req: &Req, res: Res) {
+    if g.silent {
+        eprintln!("koma-sim: not answering id {} (scenario stop_answering)", req.id);
+        return;
+    }
+    if req.delay_ms > 0 {
+        let delay = Duration::from_millis(req.delay_ms);
+        eprintln!("koma-sim: answering id {} in {} ms (scenario)", req.id, req.delay_ms);
+        let (sh, req) = (Arc::clone(sh), Req { delay_ms: 0, ..req.clone() });
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            let mut g = lock(&sh.core);
+            answer(&sh, &mut g, &req, res);
+        });
+        return;
+    }
     let f = &sh.cfg.faults;
     let out = &sh.out;
     let detach = req.method == "detach";

@@ -2,7 +2,7 @@
 //! method, params, session) and carried out under the core lock, and its
 //! answer is sent before the lock is let go.
 
-use crate::agent::{self, Core, Session};
+use crate::agent::{self, Core, Plan, Session};
 use crate::config::{BENCH_METHODS, METHODS};
 use crate::server::answer::answer;
 use crate::server::params::{check, fields, s, u};
@@ -10,6 +10,7 @@ use crate::server::process;
 use crate::server::rpc::{err, invalid, ok, Req, Res, RpcError};
 use crate::server::shared::Shared;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What `bench_garbage` writes in place of its answer (then the terminator).
@@ -60,13 +61,18 @@ impl Methods {
             "submit" => {
                 if let Some(t) = g.active_id() {
                     let e = RpcError {
-                        code: "busy",
+                        code: Cow::Borrowed("busy"),
                         message: format!("turn {t} is {}", g.status()),
                         data: Some(json!({"turn": t})),
                     };
                     return self.answer(g, req, Err(e));
                 }
-                let turn = g.start_turn(s(p, "text").unwrap_or_default());
+                let text = s(p, "text").unwrap_or_default();
+                let plan = match g.plan(&text) {
+                    Plan::Unscripted(message) => return self.answer(g, req, Err(unscripted(message, text))),
+                    plan => plan,
+                };
+                let turn = g.start_turn(text, plan);
                 if self.sh.cfg.faults.event_flood && !self.flooded {
                     self.flooded = true;
                     eprintln!("koma-sim: flooding 2000 output events (event_flood)");
@@ -85,13 +91,17 @@ impl Methods {
                     g.emit_state();
                     n
                 } else {
-                    g.start_turn(text);
+                    let plan = match g.plan(&text) {
+                        Plan::Unscripted(message) => return self.answer(g, req, Err(unscripted(message, text))),
+                        plan => plan,
+                    };
+                    g.start_turn(text, plan);
                     0
                 };
                 self.answer(g, req, ok(json!({"position": position})))
             }
             "interrupt" => {
-                let stopped = g.finish_active("interrupted");
+                let stopped = g.finish_active("interrupted", None);
                 if stopped.is_some() {
                     g.next_or_idle();
                     g.save();
@@ -99,8 +109,14 @@ impl Methods {
                 self.answer(g, req, ok(json!({"turn": stopped})))
             }
             "interrupt_and_submit" => {
-                let stopped = g.finish_active("interrupted");
-                let turn = g.start_turn(s(p, "text").unwrap_or_default());
+                // An unscripted text is refused before anything is stopped.
+                let text = s(p, "text").unwrap_or_default();
+                let plan = match g.plan(&text) {
+                    Plan::Unscripted(message) => return self.answer(g, req, Err(unscripted(message, text))),
+                    plan => plan,
+                };
+                let stopped = g.finish_active("interrupted", None);
+                let turn = g.start_turn(text, plan);
                 g.save();
                 self.answer(g, req, ok(json!({"interrupted": stopped, "turn": turn})))
             }
@@ -226,12 +242,12 @@ impl Methods {
         };
         let turn = g.active_id().unwrap_or_default();
         eprintln!("koma-sim: approval {approval} {decision}");
-        let (output, error) = if allow {
-            (format!("wrote {} bytes to {}", pending.content_len, pending.path), false)
-        } else {
-            (format!("the user denied writing {}", pending.path), true)
-        };
-        g.emit("tool_result", json!({"turn": turn, "call": pending.call, "output": output, "error": error}));
+        let decided = if allow { pending.allow } else { pending.deny };
+        g.emit(
+            "tool_result",
+            json!({"turn": turn, "call": pending.call, "output": decided.output, "error": decided.error}),
+        );
+        g.play_next(decided.then);
         g.emit_state();
         self.answer(g, req, ok(json!({})));
     }
@@ -247,4 +263,10 @@ impl Methods {
         eprintln!("koma-sim: detach");
         process::exit_clean(&self.sh);
     }
+}
+
+/// The remote error for a text that no turn of the scenario matches.
+fn unscripted(message: String, text: String) -> RpcError {
+    eprintln!("koma-sim: refusing a turn: {message}");
+    RpcError { code: Cow::Borrowed("unscripted"), message, data: Some(json!({"text": text})) }
 }

@@ -24,7 +24,12 @@ use std::process::Child;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex};
 
-pub fn run(cfg: Config) -> ! {
+pub fn run(mut cfg: Config) -> ! {
+    let (turns, scripted) = match cfg.scenario.take() {
+        Some(s) => (Some(s.turns), Some(s.methods)),
+        None => (None, None),
+    };
+    let record = cfg.record.take();
     let f = &cfg.faults;
     // The tool first, so it starts with default signal dispositions.
     let tool = if f.spawn_tool { process::spawn_tool() } else { None };
@@ -55,6 +60,9 @@ pub fn run(cfg: Config) -> ! {
         saves: cfg.saves,
         bench: cfg.bench,
         odd_status: f.odd_status,
+        script: turns,
+        started: 0,
+        silent: false,
     };
     let sh = Arc::new(Shared {
         core: Mutex::new(core),
@@ -82,5 +90,5 @@ pub fn run(cfg: Config) -> ! {
         reader::count_stdin_and_exit(&sh);
     }
     worker::start(Arc::clone(&sh));
-    reader::serve(sh)
+    reader::serve(sh, scripted, record)
 }

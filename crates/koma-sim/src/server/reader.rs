@@ -1,13 +1,17 @@
-//! The stdin reader: requests are read as lines, in order, and each one is
-//! handed to the methods under the core lock. Also the reader of the hello
-//! faults after which the sim only counts what the client writes.
+//! The stdin reader: requests are read as lines, in order, recorded
+//! (`KOMA_SIM_RECORD`), and each one is handed to the methods under the
+//! core lock, unless the scenario scripts its answer. Also the reader of
+//! the hello faults after which the sim only counts what the client writes.
 
+use crate::record::Record;
+use crate::scenario::script::{self, Reply};
 use crate::server::answer::answer;
 use crate::server::methods::Methods;
 use crate::server::process;
-use crate::server::rpc::{err, invalid, Req};
+use crate::server::rpc::{err, invalid, ok, Req, RpcError};
 use crate::server::shared::{lock, Shared};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,12 +24,15 @@ struct Reader {
     /// Requests read so far.
     nreq: u64,
     methods: Methods,
+    /// The scenario's answers to requests, if any.
+    scripted: Option<script::Methods>,
+    record: Option<Record>,
 }
 
 /// Reads and handles requests until the end of stdin, then ends the session
 /// and exits.
-pub fn serve(sh: Arc<Shared>) -> ! {
-    let mut reader = Reader { methods: Methods::new(Arc::clone(&sh)), sh, nreq: 0 };
+pub fn serve(sh: Arc<Shared>, scripted: Option<script::Methods>, record: Option<Record>) -> ! {
+    let mut reader = Reader { methods: Methods::new(Arc::clone(&sh)), sh, nreq: 0, scripted, record };
     let stdin = std::io::stdin();
     let mut r = BufReader::with_capacity(1 << 16, stdin.lock());
     let mut line = Vec::with_capacity(4096);
@@ -78,18 +85,47 @@ impl Reader {
                 return;
             }
         };
+        if let Some(r) = &mut self.record {
+            let params = obj.get("params").filter(|p| !p.is_null());
+            r.request(&id, obj.get("method"), params);
+        }
         self.nreq += 1;
         let first = self.nreq == 1;
         if first {
             process::first_request_faults(&self.sh);
         }
         let method = obj.get("method").and_then(Value::as_str).unwrap_or("").to_string();
-        let req = Req { id, method, first };
+        let mut req = Req { id, method, first, delay_ms: 0 };
         let sh = Arc::clone(&self.sh);
         let mut g = lock(&sh.core);
+        if g.silent {
+            eprintln!("koma-sim: not answering id {} (scenario stop_answering)", req.id);
+            return;
+        }
         if req.method.is_empty() {
             answer(&sh, &mut g, &req, Err(err("invalid_request", "`method` must be a non-empty string")));
             return;
+        }
+        if let Some(entry) = self.scripted.as_mut().and_then(|m| m.take(&req.method)) {
+            req.delay_ms = entry.delay_ms;
+            let res = match &entry.reply {
+                Reply::Real => None,
+                Reply::Result(v) => Some(ok(v.clone())),
+                Reply::Error { code, message, data } => {
+                    Some(Err(RpcError { code: Cow::Owned(code.clone()), message: message.clone(), data: data.clone() }))
+                }
+            };
+            if let Some(res) = res {
+                eprintln!("koma-sim: the scenario answers id {} ({})", req.id, req.method);
+                return answer(&sh, &mut g, &req, res);
+            }
+            if req.method == "detach" && req.delay_ms > 0 {
+                // The process ends with this answer: nothing can go on meanwhile.
+                drop(g);
+                std::thread::sleep(std::time::Duration::from_millis(req.delay_ms));
+                req.delay_ms = 0;
+                g = lock(&sh.core);
+            }
         }
         let empty = Map::new();
         let params = match obj.get("params") {

@@ -3,28 +3,32 @@
 
 use crate::agent::json_str;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// A request that has an id and a method.
+#[derive(Clone)]
 pub struct Req {
     pub id: String,
     pub method: String,
     /// The first request this process read (the frame faults replace its answer).
     pub first: bool,
+    /// A scenario's `delay_ms`: the answer goes this much later.
+    pub delay_ms: u64,
 }
 
 pub struct RpcError {
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     pub message: String,
     pub data: Option<Value>,
 }
 
 pub fn err(code: &'static str, message: impl Into<String>) -> RpcError {
-    RpcError { code, message: message.into(), data: None }
+    RpcError { code: Cow::Borrowed(code), message: message.into(), data: None }
 }
 
 /// `invalid_params`, naming the field.
 pub fn invalid(field: &str, message: String) -> RpcError {
-    RpcError { code: "invalid_params", message, data: Some(json!({"field": field})) }
+    RpcError { code: Cow::Borrowed("invalid_params"), message, data: Some(json!({"field": field})) }
 }
 
 /// A result is serialized JSON (so that big results are built only once).
