@@ -2,9 +2,14 @@
 //! log, and its file. Everything here runs under one mutex (`Core`); the
 //! worker thread advances the active turn step by step, request handlers
 //! change it synchronously. Every event is numbered, logged and sent to the
-//! writer while the mutex is held, so `seq` order is stdout order.
+//! writer while the mutex is held, so `seq` order is stdout order. A turn's
+//! steps come from the keyword agent (`keyword`) or from a scenario.
 
+use crate::crash::crash;
+use crate::keyword;
 use crate::output::{Output, EXTRA};
+use crate::scenario::script::{Turns, Unscripted};
+use crate::step::{Ask, Decided, Step};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -22,23 +27,12 @@ pub enum Entry {
     Bench { first: u64, count: u64, bytes: u64, turn: Option<String> },
 }
 
-/// A write waiting for `approve`.
+/// A tool call waiting for `approve`.
 pub struct Pending {
     pub approval: String,
     pub call: String,
-    pub path: String,
-    pub content_len: usize,
-}
-
-/// What a turn does next. `BenchOutputs` is what a `bench_turn` turn still
-/// has to send: a chunk per step, so that the lock is let go between chunks
-/// (an interrupt gets in).
-pub enum Step {
-    Sleep(u64),
-    Event(&'static str, Value),
-    Approval { approval: String, call: String, path: String, input: Value, content_len: usize },
-    BenchOutputs { left: u64, bytes: u64 },
-    Finish,
+    pub allow: Decided,
+    pub deny: Decided,
 }
 
 pub struct Turn {
@@ -46,6 +40,21 @@ pub struct Turn {
     pub steps: VecDeque<Step>,
     pub wait: Option<Pending>,
     pub not_before: Option<Instant>,
+    /// A pause until interrupted (or `stop_answering`).
+    pub hung: bool,
+}
+
+/// Where the steps of a turn about to start come from.
+pub enum Plan {
+    /// The keyword agent.
+    Keyword,
+    /// `bench_turn N B`: N outputs of B bytes.
+    Bench(u64, u64),
+    /// The scenario's turn of this index.
+    Scripted(usize, Vec<Step>),
+    /// No turn of the scenario matches, and unscripted turns are errors:
+    /// this message says so.
+    Unscripted(String),
 }
 
 pub struct Session {
@@ -99,6 +108,12 @@ pub struct Core {
     pub bench: bool,
     /// The `odd_status` switch: every `turn_finished` says `escalated`.
     pub odd_status: bool,
+    /// The scenario's turns (`KOMA_SIM_SCENARIO`), if any.
+    pub script: Option<Turns>,
+    /// Turns started by this process.
+    pub started: u64,
+    /// A scenario's `stop_answering` played: no more events (nor answers).
+    pub silent: bool,
 }
 
 pub fn json_str(s: &str) -> String {
@@ -111,6 +126,9 @@ pub fn event_frame(seq: u64, name: &str, data: &Value) -> String {
 
 impl Core {
     pub fn emit(&mut self, name: &str, data: Value) {
+        if self.silent {
+            return;
+        }
         self.seq += 1;
         let text = event_frame(self.seq, name, &data);
         if let Some(s) = self.session.as_mut() {
@@ -149,17 +167,46 @@ impl Core {
         self.session.as_ref().and_then(|s| s.active.as_ref()).map(|t| t.id.clone())
     }
 
-    /// Starts a turn now (the caller checked that none is active).
-    pub fn start_turn(&mut self, text: String) -> String {
+    /// Where the steps of a turn for `text` would come from, were it to
+    /// start now. A scenario's turn that is chosen is used up by the turn
+    /// that `start_turn` then starts.
+    pub fn plan(&mut self, text: &str) -> Plan {
+        if let Some((count, bytes)) = bench_turn(self.bench, text) {
+            return Plan::Bench(count, bytes);
+        }
+        let Some(script) = self.script.as_mut() else { return Plan::Keyword };
+        match script.choose(self.started + 1, text) {
+            Some((index, steps)) => Plan::Scripted(index, steps),
+            None => match script.unscripted {
+                Unscripted::Agent => Plan::Keyword,
+                Unscripted::Error => {
+                    Plan::Unscripted(format!("no turn of the scenario matches the text {}", json_str(text)))
+                }
+            },
+        }
+    }
+
+    /// Starts a turn now, as `plan` says (the caller checked that none is
+    /// active).
+    pub fn start_turn(&mut self, text: String, plan: Plan) -> String {
         let delay = self.delay_ms;
+        self.started += 1;
         let s = self.session.as_mut().expect("a session");
         s.next_turn += 1;
         let id = format!("t-{}", s.next_turn);
-        let steps = match bench_turn(self.bench, &text) {
-            Some((count, bytes)) => VecDeque::from([Step::BenchOutputs { left: count, bytes }, Step::Finish]),
-            None => plan(s, &id, &text, delay),
+        let steps = match plan {
+            Plan::Bench(count, bytes) => VecDeque::from([Step::BenchOutputs { left: count, bytes }, Step::completed()]),
+            Plan::Keyword => keyword::plan(&mut s.next_call, &mut s.next_approval, &s.model, &id, &text, delay),
+            Plan::Scripted(index, steps) => {
+                eprintln!("koma-sim: turn {id} plays turns[{index}] of the scenario");
+                steps.into()
+            }
+            Plan::Unscripted(message) => {
+                eprintln!("koma-sim: turn {id} fails: {message}");
+                VecDeque::from([Step::Finish { status: "failed".into(), error: Some(message) }])
+            }
         };
-        s.active = Some(Turn { id: id.clone(), steps, wait: None, not_before: None });
+        s.active = Some(Turn { id: id.clone(), steps, wait: None, not_before: None, hung: false });
         eprintln!("koma-sim: turn {id} started");
         self.emit("turn_started", json!({"turn": id, "text": text}));
         self.emit_state();
@@ -167,10 +214,10 @@ impl Core {
         id
     }
 
-    /// Ends the active turn with `status`; emits `turn_finished` only.
-    /// With `odd_status`, the event says `escalated`, a status outside the
-    /// catalog, whatever the turn's real end.
-    pub fn finish_active(&mut self, status: &str) -> Option<String> {
+    /// Ends the active turn with `status` (and `error`); emits
+    /// `turn_finished` only. With `odd_status`, the event says `escalated`,
+    /// a status outside the catalog, whatever the turn's real end.
+    pub fn finish_active(&mut self, status: &str, error: Option<&str>) -> Option<String> {
         let t = self.session.as_mut()?.active.take()?;
         let said = if self.odd_status {
             eprintln!("koma-sim: turn {} {status} (odd_status: turn_finished says escalated)", t.id);
@@ -179,7 +226,11 @@ impl Core {
             eprintln!("koma-sim: turn {} {status}", t.id);
             status
         };
-        self.emit("turn_finished", json!({"turn": t.id, "status": said}));
+        let mut data = json!({"turn": t.id, "status": said});
+        if let Some(e) = error {
+            data["error"] = json!(e);
+        }
+        self.emit("turn_finished", data);
         Some(t.id)
     }
 
@@ -187,7 +238,8 @@ impl Core {
     pub fn next_or_idle(&mut self) {
         match self.session.as_mut().and_then(|s| s.queue.pop_front()) {
             Some(text) => {
-                self.start_turn(text);
+                let plan = self.plan(&text);
+                self.start_turn(text, plan);
             }
             None => self.emit_state(),
         }
@@ -200,7 +252,7 @@ impl Core {
         if self.session.is_none() {
             return;
         }
-        let had_turn = self.finish_active("interrupted").is_some();
+        let had_turn = self.finish_active("interrupted", None).is_some();
         let s = self.session.as_mut().expect("a session");
         let had_queue = !s.queue.is_empty();
         s.queue.clear();
@@ -210,14 +262,31 @@ impl Core {
         self.save();
     }
 
+    /// The active turn, if any.
+    fn active_mut(&mut self) -> Option<&mut Turn> {
+        self.session.as_mut().and_then(|s| s.active.as_mut())
+    }
+
+    /// Plays `steps` next in the active turn, before the rest of it.
+    pub fn play_next(&mut self, steps: Vec<Step>) {
+        if let Some(t) = self.active_mut() {
+            for st in steps.into_iter().rev() {
+                t.steps.push_front(st);
+            }
+        }
+    }
+
     /// One step of the active turn (worker thread).
     pub fn advance(&mut self) -> Wake {
+        if self.silent {
+            return Wake::Idle;
+        }
         let now = Instant::now();
         let step = {
-            let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) else {
+            let Some(t) = self.active_mut() else {
                 return Wake::Idle;
             };
-            if t.wait.is_some() {
+            if t.wait.is_some() || t.hung {
                 return Wake::Idle;
             }
             if let Some(nb) = t.not_before {
@@ -226,45 +295,99 @@ impl Core {
                 }
                 t.not_before = None;
             }
-            t.steps.pop_front().unwrap_or(Step::Finish)
+            t.steps.pop_front().unwrap_or_else(Step::completed)
         };
+        let turn = self.active_id().unwrap_or_default();
         match step {
             Step::Sleep(ms) => {
-                if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
+                if let Some(t) = self.active_mut() {
                     t.not_before = Some(now + Duration::from_millis(ms));
                 }
             }
-            Step::Event(name, data) => self.emit(name, data),
-            Step::Approval { approval, call, path, input, content_len } => {
-                let turn = self.active_id().unwrap_or_default();
-                eprintln!("koma-sim: turn {turn} waits for approval {approval}");
-                self.emit(
-                    "approval_requested",
-                    json!({"turn": turn, "approval": approval, "tool": "write_file", "input": input}),
-                );
-                if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
-                    t.wait = Some(Pending { approval, call, path, content_len });
+            Step::Hang => {
+                eprintln!("koma-sim: turn {turn} pauses until interrupted");
+                if let Some(t) = self.active_mut() {
+                    t.hung = true;
                 }
-                self.emit_state();
-                self.save();
             }
+            Step::Event(name, data) => self.emit(&name, data),
+            Step::Output(text) => self.emit("output", json!({"turn": turn, "text": text})),
+            Step::Tool { tool, input, output, error } => {
+                let call = self.new_call();
+                self.emit("tool_call", json!({"turn": turn, "call": call, "tool": tool, "input": input}));
+                self.emit("tool_result", json!({"turn": turn, "call": call, "output": output, "error": error}));
+            }
+            Step::Approval(ask) => self.ask(&turn, *ask),
             Step::BenchOutputs { left, bytes } => {
                 let n = left.min(bench_chunk(bytes));
-                let turn = self.active_id().unwrap_or_default();
                 self.emit_bench(n, bytes, Some(turn));
                 if n < left {
-                    if let Some(t) = self.session.as_mut().and_then(|s| s.active.as_mut()) {
+                    if let Some(t) = self.active_mut() {
                         t.steps.push_front(Step::BenchOutputs { left: left - n, bytes });
                     }
                 }
             }
-            Step::Finish => {
-                self.finish_active("completed");
+            Step::Finish { status, error } => {
+                self.finish_active(&status, error.as_deref());
                 self.next_or_idle();
                 self.save();
             }
+            Step::Exit(code) => {
+                self.out.sync();
+                eprintln!("koma-sim: turn {turn}: exiting with code {code} (scenario)");
+                std::process::exit(code);
+            }
+            Step::Crash { signal, name } => {
+                self.out.sync();
+                eprintln!("koma-sim: turn {turn}: crashing by {name} (scenario)");
+                crash(signal);
+            }
+            Step::StopAnswering => {
+                eprintln!("koma-sim: turn {turn}: no more answers or events (scenario stop_answering)");
+                self.silent = true;
+                if let Some(t) = self.active_mut() {
+                    t.hung = true;
+                }
+            }
+            Step::BrokenFrame(line) => {
+                eprintln!("koma-sim: turn {turn}: a line that is not JSON (scenario broken_frame)");
+                let mut b = line.into_bytes();
+                b.extend_from_slice(self.out.term);
+                self.out.raw(b);
+            }
         }
         Wake::Again
+    }
+
+    /// A fresh call id from the session's counter.
+    fn new_call(&mut self) -> String {
+        let s = self.session.as_mut().expect("a session");
+        s.next_call += 1;
+        format!("c-{}", s.next_call)
+    }
+
+    /// Asks to approve a call (after sending it, if the plan did not), then
+    /// waits.
+    fn ask(&mut self, turn: &str, ask: Ask) {
+        let Ask { ids, tool, input, allow, deny } = ask;
+        let (approval, call) = match ids {
+            Some(ids) => ids,
+            None => {
+                let call = self.new_call();
+                let s = self.session.as_mut().expect("a session");
+                s.next_approval += 1;
+                let approval = format!("a-{}", s.next_approval);
+                self.emit("tool_call", json!({"turn": turn, "call": call, "tool": tool, "input": input}));
+                (approval, call)
+            }
+        };
+        eprintln!("koma-sim: turn {turn} waits for approval {approval}");
+        self.emit("approval_requested", json!({"turn": turn, "approval": approval, "tool": tool, "input": input}));
+        if let Some(t) = self.active_mut() {
+            t.wait = Some(Pending { approval, call, allow, deny });
+        }
+        self.emit_state();
+        self.save();
     }
 
     /// Writes the session file (atomically: temp file, then rename).
@@ -413,92 +536,6 @@ fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
             return &buf[i..];
         }
     }
-}
-
-/// The first word of `text` that looks like a path (has a `/` or a `.`),
-/// stripped of surrounding quotes and trailing punctuation.
-pub fn pick_path(text: &str) -> Option<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.trim_start_matches(['"', '\'', '`', '('])
-                .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')'])
-        })
-        .find(|w| !w.is_empty() && w.chars().any(|c| c.is_alphanumeric()) && (w.contains('/') || w.contains('.')))
-        .map(str::to_string)
-}
-
-pub fn wants_read(text: &str) -> bool {
-    let l = text.to_lowercase();
-    ["read", "look", "show"].iter().any(|k| l.contains(k))
-}
-
-pub fn wants_write(text: &str) -> bool {
-    let l = text.to_lowercase();
-    ["fix", "edit", "write"].iter().any(|k| l.contains(k))
-}
-
-/// The reply, as the six `output` pieces it is streamed in.
-pub fn reply_pieces(model: &str, turn: &str, text: &str, read: Option<&str>, write: Option<&str>) -> Vec<String> {
-    let tools = match (read, write) {
-        (None, None) => " No tools were needed.".to_string(),
-        (Some(r), None) => format!(" I read {r}."),
-        (None, Some(w)) => format!(" I asked to write {w}."),
-        (Some(r), Some(w)) => format!(" I read {r} and asked to write {w}."),
-    };
-    vec![
-        "Sim reply".to_string(),
-        format!(" ({model}, {turn})"),
-        ": you said ".to_string(),
-        format!("\"{text}\"."),
-        tools,
-        " Done.".to_string(),
-    ]
-}
-
-fn plan(s: &mut Session, turn: &str, text: &str, delay: u64) -> VecDeque<Step> {
-    let mut st = VecDeque::new();
-    let sleep = |st: &mut VecDeque<Step>| {
-        if delay > 0 {
-            st.push_back(Step::Sleep(delay))
-        }
-    };
-    let path = pick_path(text);
-    let read = wants_read(text).then(|| path.clone().unwrap_or_else(|| "README.md".into()));
-    let write = wants_write(text).then(|| path.clone().unwrap_or_else(|| "notes.txt".into()));
-    if let Some(p) = &read {
-        s.next_call += 1;
-        let call = format!("c-{}", s.next_call);
-        sleep(&mut st);
-        st.push_back(Step::Event(
-            "tool_call",
-            json!({"turn": turn, "call": call, "tool": "read_file", "input": {"path": p}}),
-        ));
-        sleep(&mut st);
-        st.push_back(Step::Event(
-            "tool_result",
-            json!({"turn": turn, "call": call, "output": format!("(koma-sim: simulated contents of {p})\nline 1\nline 2\nline 3\n"), "error": false}),
-        ));
-    }
-    if let Some(p) = &write {
-        s.next_call += 1;
-        s.next_approval += 1;
-        let call = format!("c-{}", s.next_call);
-        let approval = format!("a-{}", s.next_approval);
-        let content = format!("// written by koma-sim for: {text}\n");
-        let input = json!({"path": p, "content": content});
-        sleep(&mut st);
-        st.push_back(Step::Event(
-            "tool_call",
-            json!({"turn": turn, "call": call, "tool": "write_file", "input": input}),
-        ));
-        st.push_back(Step::Approval { approval, call, path: p.clone(), input, content_len: content.len() });
-    }
-    for piece in reply_pieces(&s.model, turn, text, read.as_deref(), write.as_deref()) {
-        sleep(&mut st);
-        st.push_back(Step::Event("output", json!({"turn": turn, "text": piece})));
-    }
-    st.push_back(Step::Finish);
-    st
 }
 
 pub struct Loaded {

@@ -1,6 +1,9 @@
-//! Configuration from the environment: fault switches, pace, bench mode, home.
+//! Configuration from the environment: fault switches, pace, bench mode,
+//! home, the scenario and the record of requests.
 
 use crate::faults::Faults;
+use crate::record::Record;
+use crate::scenario::{self, script::Scenario};
 use std::path::PathBuf;
 
 /// The ten protocol-1 methods, in the order hello lists them.
@@ -32,6 +35,10 @@ pub struct Config {
     /// with the square of its length; a test of a long-lived client turns
     /// saving off.
     pub saves: bool,
+    /// `KOMA_SIM_SCENARIO`: the scenario played in place of the keyword agent.
+    pub scenario: Option<Scenario>,
+    /// `KOMA_SIM_RECORD`: where every request read is recorded.
+    pub record: Option<Record>,
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -59,7 +66,20 @@ impl Config {
             Some("0") => false,
             Some(v) => return Err(format!("KOMA_SIM_SAVE must be 0 or 1, not `{v}`")),
         };
-        Ok(Config { faults, delay_ms, hello_delay_ms, bench, home: home_dir(), saves })
+        let scenario = match env_nonempty("KOMA_SIM_SCENARIO") {
+            None => None,
+            Some(p) => {
+                let s = scenario::load(p.as_ref())?;
+                eprintln!(
+                    "koma-sim: playing the scenario {p} ({} turns, {} method entries)",
+                    s.turns.entries.len(),
+                    s.methods.entries.len()
+                );
+                Some(s)
+            }
+        };
+        let record = env_nonempty("KOMA_SIM_RECORD").map(|p| Record::open(p.as_ref())).transpose()?;
+        Ok(Config { faults, delay_ms, hello_delay_ms, bench, home: home_dir(), saves, scenario, record })
     }
 }
 

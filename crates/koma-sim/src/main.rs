@@ -2,11 +2,19 @@
 //! protocol 1, server side), with fault switches for client tests and a
 //! bench mode. `koma-sim --help` lists the environment and every switch.
 
+// Every unsafe block says why it is sound.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 mod agent;
 mod config;
+mod crash;
 mod faults;
+mod keyword;
 mod output;
+mod record;
+mod scenario;
 mod server;
+mod step;
 
 const USAGE: &str = "\
 usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
@@ -17,8 +25,9 @@ usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
 const ABOUT: &str = "
 A deterministic stand-in for `koma sdk serve`. A text with \"read\", \"look\" or
 \"show\" reads a file; one with \"fix\", \"edit\" or \"write\" asks to write one
-and waits for `approve`. After detach, or at the end of stdin, it saves the
-session and exits 0. Diagnostics go to stderr, prefixed `koma-sim: `.
+and waits for `approve`. A scenario (KOMA_SIM_SCENARIO) scripts the turns and
+answers instead. After detach, or at the end of stdin, it saves the session
+and exits 0. Diagnostics go to stderr, prefixed `koma-sim: `.
 
 environment:
   KOMA_SIM_HOME       where sessions are saved (default <tmp>/koma-sim, the
@@ -33,6 +42,11 @@ environment:
   KOMA_SIM_BENCH      1 adds the bench methods (bench_events, bench_blob,
                       bench_exit, bench_garbage) and the turn text
                       `bench_turn N B` (N outputs of B bytes each)
+  KOMA_SIM_SCENARIO   a scenario file (JSON): what each turn does, in place
+                      of the keyword agent, and scripted answers to requests;
+                      a mistake in it exits 64, naming the turn and the field
+  KOMA_SIM_RECORD     a file that every request read is appended to, one
+                      JSON line each ({n, pid, id, method, params})
 
 fault switches (KOMA_SIM_FAULT=name,name,...):
 ";

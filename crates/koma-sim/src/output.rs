@@ -122,6 +122,9 @@ fn writer(rx: Receiver<Out>, term: &'static [u8], extra: bool, split: bool) {
     // to fd 1 directly (std's stdout is line buffered, which would cost a
     // syscall per frame).
     let _guard = std::io::stdout().lock();
+    // SAFETY: fd 1 is open for the whole life of the process, and nothing
+    // else writes to it: std's stdout is locked above for good. The File is
+    // never dropped (ManuallyDrop), so it never closes fd 1.
     let file = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
     let mut sink = Sink { w: BufWriter::with_capacity(1 << 20, &*file), split, broken: false };
     let mut scratch = Vec::with_capacity(4096);

@@ -56,6 +56,8 @@ impl Sim {
             .env_remove("KOMA_SIM_HELLO_DELAY_MS")
             .env_remove("KOMA_SIM_HOME")
             .env_remove("KOMA_SIM_SAVE")
+            .env_remove("KOMA_SIM_SCENARIO")
+            .env_remove("KOMA_SIM_RECORD")
             .env("KOMA_SIM_DELAY_MS", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

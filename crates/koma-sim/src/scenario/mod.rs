@@ -1,0 +1,18 @@
+//! Scripted koma-sim: a scenario (`KOMA_SIM_SCENARIO`) says what each turn
+//! does in place of the keyword agent, and how some requests are answered.
+//! `parse` reads and checks the file; `script` is what it becomes, and
+//! chooses a turn's steps and a request's answer as the run goes.
+
+mod parse;
+pub mod script;
+
+use script::Scenario;
+use std::path::Path;
+
+/// Reads and checks the scenario file at `path`. The error is one line:
+/// `bad scenario <path>: <where>: <field>: <problem>`.
+pub fn load(path: &Path) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the scenario {} (KOMA_SIM_SCENARIO): {e}", path.display()))?;
+    parse::parse(&text).map_err(|e| format!("bad scenario {}: {e}", path.display()))
+}
