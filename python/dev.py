@@ -48,6 +48,8 @@ PINS = [
     "anyio==4.16.*",
     "trio==0.35.*",
     "mypy==2.4.*",
+    # lint and format of the package, its tests, bench and scripts (settings in pyproject.toml)
+    "ruff==0.17.*",
     # the wheel check's second opinion on the manylinux tag
     "auditwheel==6.8.*",
     # the sdist check: sdist, then a wheel from it, each in an isolated env
@@ -214,7 +216,11 @@ def check_contents(wheel: Path) -> None:
         info_dir = next((n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL")), None)
         if info_dir is None:
             sys.exit(f"wheel check failed: {wheel.name} has no .dist-info/WHEEL")
-        tags = [line.split(": ", 1)[1] for line in z.read(f"{info_dir}/WHEEL").decode().splitlines() if line.startswith("Tag: ")]
+        tags = [
+            line.split(": ", 1)[1]
+            for line in z.read(f"{info_dir}/WHEEL").decode().splitlines()
+            if line.startswith("Tag: ")
+        ]
         platforms = sorted({t.split("-")[2] for t in tags})
         linux = all(p != "any" and not p.startswith(("macosx", "win")) for p in platforms)
         for name in sorted(names):
@@ -229,7 +235,9 @@ def check_contents(wheel: Path) -> None:
             left = unstripped(data) if kind.startswith("elf:") else []
             if left:
                 problems.append(f"{name}: not stripped ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''})")
-            print(f"  {name}: {kind}, {len(data):,} bytes{', stripped' if kind.startswith('elf:') and not left else ''}")
+            print(
+                f"  {name}: {kind}, {len(data):,} bytes{', stripped' if kind.startswith('elf:') and not left else ''}"
+            )
         for name in sorted(required - names):
             problems.append(f"{name}: missing")
         if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
@@ -362,10 +370,16 @@ def test() -> None:
     py = ensure_venv()
     wheel = build(py)
     env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+    step("ruff: lint and format (python/; `ruff check --fix` and `ruff format` in python/ fix them)")
+    ruff = str(py.parent / "ruff")
+    run(ruff, "check", ".", cwd=HERE)
+    run(ruff, "format", "--check", ".", cwd=HERE)
     step("pytest python/tests (asyncio and trio)")
     run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests"), cwd=ROOT, env=env)
     step("mypy --strict: the typing usage files and the package")
-    usage = [p for p in (HERE / "tests" / "typing_usage.py", HERE / "tests" / "smoke" / "typing_smoke.py") if p.exists()]
+    usage = [
+        p for p in (HERE / "tests" / "typing_usage.py", HERE / "tests" / "smoke" / "typing_smoke.py") if p.exists()
+    ]
     if not usage:
         sys.exit("no typing usage file to check (python/tests/typing_usage.py)")
     cache = str(VENV / ".mypy_cache")
@@ -404,8 +418,6 @@ def demo() -> None:
 
 
 def main() -> None:
-    if sys.version_info < (3, 10):
-        sys.exit("python/dev.py needs Python 3.10 or later")
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return

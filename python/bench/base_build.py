@@ -42,7 +42,9 @@ def describe_new() -> str:
     """This checkout: its commit, and whether the sources differ from it."""
     try:
         sha = _git("rev-parse", "--short", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src", "crates", "Cargo.toml", "Cargo.lock", "python")
+        dirty = _git(
+            "status", "--porcelain", "--untracked-files=no", "--", "src", "crates", "Cargo.toml", "Cargo.lock", "python"
+        )
     except (OSError, subprocess.CalledProcessError):
         return "not a checkout"
     return sha + (" + uncommitted changes" if dirty else "")
@@ -56,7 +58,9 @@ def export_commit(sha: str) -> Path:
     tmp = d.with_name(f"{sha}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    subprocess.run(["sh", "-c", 'git -C "$0" archive --format=tar "$1" | tar -x -C "$2"', str(ROOT), sha, str(tmp)], check=True)
+    subprocess.run(
+        ["sh", "-c", 'git -C "$0" archive --format=tar "$1" | tar -x -C "$2"', str(ROOT), sha, str(tmp)], check=True
+    )
     (tmp / ".exported").write_text(sha + "\n")
     shutil.rmtree(d, ignore_errors=True)
     tmp.rename(d)
@@ -78,7 +82,9 @@ def build_base_package(sha: str) -> Path:
     if stamp.exists():
         return py
     if importlib.util.find_spec("maturin") is None:  # the backend's; checked here to say what is missing
-        sys.exit("building the base wheel needs maturin: run this with python/.venv/bin/python (python3 python/dev.py test makes it)")
+        sys.exit(
+            "building the base wheel needs maturin: run this with python/.venv/bin/python (python3 python/dev.py test makes it)"
+        )
     target_dir = BASE_DIR / "target"
     dist = d / "py-dist"
     shutil.rmtree(dist, ignore_errors=True)

@@ -34,7 +34,9 @@ MAX_BUFFERED_EVENT_BYTES = 67_108_864
 STDERR_KEEP_BYTES = 65_536
 DETACH_GRACE = 2.0
 STOP_GRACE = 1.0
-CATALOG = frozenset(["state", "turn_started", "output", "tool_call", "tool_result", "approval_requested", "turn_finished", "diagnostic"])
+CATALOG = frozenset(
+    ["state", "turn_started", "output", "tool_call", "tool_result", "approval_requested", "turn_finished", "diagnostic"]
+)
 # Part B's table: field -> (type, required).
 METHODS: dict[str, dict[str, tuple[type, bool]]] = {
     "create": {"cwd": (str, False), "model": (str, False)},
@@ -241,7 +243,9 @@ class PureAsyncioClient:
         if self._lifecycle == "open" and method in ("create", "resume"):
             raise PureError("lifecycle", f"`{method}` is allowed only as the first request, and only once")
         if len(self._pending) >= MAX_PENDING:
-            raise PureError("too_many_pending", f"{MAX_PENDING} requests are already pending; `{method}` was not written")
+            raise PureError(
+                "too_many_pending", f"{MAX_PENDING} requests are already pending; `{method}` was not written"
+            )
         self._next_id += 1
         rid = str(self._next_id)
         line = f'{{"id":"{rid}","method":{_ENCODE(method)},"params":{text}}}\n'.encode()
@@ -333,7 +337,9 @@ class PureAsyncioClient:
         if has_result == ("error" in f):
             return self._protocol_error("a response must hold exactly one of result and error", line)
         error = f.get("error")
-        if not has_result and not (type(error) is dict and type(error.get("code")) is str and type(error.get("message")) is str):
+        if not has_result and not (
+            type(error) is dict and type(error.get("code")) is str and type(error.get("message")) is str
+        ):
             return self._protocol_error("a response error without string code and message", line)
         entry = self._pending.pop(rid, None)
         if entry is None or entry[0].done():
@@ -349,7 +355,11 @@ class PureAsyncioClient:
     def _on_hello(self, f: dict[str, Any], line: bytes) -> bool:
         protocol = f.get("protocol")
         if type(protocol) is not int or protocol != 1:
-            self._fail(PureError("protocol_mismatch", f"koma's hello says protocol {protocol!r}; this client speaks protocol 1 only"))
+            self._fail(
+                PureError(
+                    "protocol_mismatch", f"koma's hello says protocol {protocol!r}; this client speaks protocol 1 only"
+                )
+            )
             return False
         b = f.get("binary")
         caps = f.get("capabilities")
@@ -448,7 +458,9 @@ class PureAsyncioClient:
             await asyncio.wait_for(self._proc.wait(), 0.5)  # the child's last words
         except asyncio.TimeoutError:
             pass
-        self._fail(PureError("transport_failure", self._with_stderr(f"koma exited ({self._proc.returncode}) without detach")))
+        self._fail(
+            PureError("transport_failure", self._with_stderr(f"koma exited ({self._proc.returncode}) without detach"))
+        )
 
     def _protocol_error(self, what: str, line: bytes | None = None) -> bool:
         quoted = f": {json.dumps(line[:200].decode(errors='replace').rstrip())}" if line is not None else ""

@@ -56,9 +56,18 @@ def smaller(changes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 SMOKE = smaller(
-    {"w1": {"total": 2_000}, "w2": {"total": 64}, "w3": {"n": 200}, "w4": {"n": 2_000}, "w5": {"blob_bytes": MIB}, "w6": {"seconds": 0.25}}
+    {
+        "w1": {"total": 2_000},
+        "w2": {"total": 64},
+        "w3": {"n": 200},
+        "w4": {"n": 2_000},
+        "w5": {"blob_bytes": MIB},
+        "w6": {"seconds": 0.25},
+    }
 )
-WARM = smaller({"w1": {"total": 20_000}, "w2": {"total": 256}, "w3": {"n": 1_000}, "w4": {"n": 5_000}, "w6": {"seconds": 0.3}})
+WARM = smaller(
+    {"w1": {"total": 20_000}, "w2": {"total": 256}, "w3": {"n": 1_000}, "w4": {"n": 5_000}, "w6": {"seconds": 0.3}}
+)
 
 
 class Workload:
@@ -72,7 +81,15 @@ class Workload:
         size: Callable[[dict[str, Any]], str],
         rss_goal: float | None = None,
     ) -> None:
-        self.key, self.name, self.kind, self.goal, self.fn, self.size, self.rss_goal = key, name, kind, goal, fn, size, rss_goal
+        self.key, self.name, self.kind, self.goal, self.fn, self.size, self.rss_goal = (
+            key,
+            name,
+            kind,
+            goal,
+            fn,
+            size,
+            rss_goal,
+        )
 
 
 WORKLOADS = [
@@ -90,7 +107,12 @@ WORKLOADS = [
         rss_goal=2.2,
     ),
     Workload(
-        "w6", "steady 20,000 events/s: loop thread busy", "busy", 0.3, steady_workload, lambda p: f"{p['rate']:,}/s x {p['seconds']} s"
+        "w6",
+        "steady 20,000 events/s: loop thread busy",
+        "busy",
+        0.3,
+        steady_workload,
+        lambda p: f"{p['rate']:,}/s x {p['seconds']} s",
     ),
 ]
 
@@ -118,7 +140,10 @@ def run_blob(side: str, params: dict[str, Any], timeout: float) -> dict[str, Any
     """One 40 MiB response in a fresh Python process (rss_one.py)."""
     try:
         p = subprocess.run(
-            [sys.executable, str(HERE / "rss_one.py"), side, str(params["blob_bytes"])], capture_output=True, text=True, timeout=timeout
+            [sys.executable, str(HERE / "rss_one.py"), side, str(params["blob_bytes"])],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return {"ok": False, "detail": f"rss_one.py did not end within {timeout:.0f} s"}
@@ -196,11 +221,22 @@ def summarize(w: Workload, params: dict[str, Any], runs: dict[str, list[dict[str
         ba, bp = med(a, "busy"), med(p, "busy")
         ratio = ba / bp
         over = sum(r["overflows"] for r in a)
-        cells = [f"busy {ba * 100:.1f}%, {over} overflow(s)", f"busy {bp * 100:.1f}%, {sum(r['overflows'] for r in p)} overflow(s)"]
+        cells = [
+            f"busy {ba * 100:.1f}%, {over} overflow(s)",
+            f"busy {bp * 100:.1f}%, {sum(r['overflows'] for r in p)} overflow(s)",
+        ]
         goal = f"<= {w.goal}x, no overflow"
         met.append(ratio <= w.goal and over == 0)
     cpu = [fmt_us(med(xs, "cpu") / med(xs, "units")) for xs in (a, p)]
-    return [w.name, w.size(params), *cells, fmt_x(ratio), goal, "met" if all(met) else "NOT met", f"{cpu[0]} / {cpu[1]}"]
+    return [
+        w.name,
+        w.size(params),
+        *cells,
+        fmt_x(ratio),
+        goal,
+        "met" if all(met) else "NOT met",
+        f"{cpu[0]} / {cpu[1]}",
+    ]
 
 
 def print_table(rows: list[list[str]]) -> None:
@@ -269,7 +305,11 @@ async def main() -> int:
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
         for i in range(rounds):
             for side in SIDES:
-                r = run_blob(side, params, timeout) if w.kind == "blob" else await run_in_process(side, w, params, timeout)
+                r = (
+                    run_blob(side, params, timeout)
+                    if w.kind == "blob"
+                    else await run_in_process(side, w, params, timeout)
+                )
                 print(f"  {SIDE_NAME[side]:<13} #{i + 1}: {shown(w, r)}")
                 if r["ok"]:
                     runs[side].append(r)

@@ -50,6 +50,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from base_build import PACKAGE, build_base_package, describe_new, resolve_base
+
 from common import process_cpu_fine, sim_env, sim_path, thread_cpu, thread_delta
 
 TURN_SECONDS = 60.0
@@ -102,7 +103,13 @@ async def turn_workload(c: Any, p: Sizes) -> Outcome:
     tid = await t.id()
 
     def check() -> str:
-        if r.status == "completed" and outputs == p.n and text_bytes == p.n * p.nbytes and overflows == 0 and turns == {tid}:
+        if (
+            r.status == "completed"
+            and outputs == p.n
+            and text_bytes == p.n * p.nbytes
+            and overflows == 0
+            and turns == {tid}
+        ):
             return ""
         return f"status {r.status}, outputs {outputs}/{p.n}, text {text_bytes}, overflows {overflows}, turn ids {sorted(turns)} (turn {tid})"
 
@@ -173,7 +180,15 @@ async def one_turn(c: Any, w: Workload, p: Sizes) -> dict[str, Any]:
     if not detail:
         # The idle state that follows every turn (after a failed one it may be lost).
         await asyncio.wait_for(drain_to(c, "state", "idle"), TURN_SECONDS)
-    return {"ok": detail == "", "overflowed": overflowed, "detail": detail, "seconds": seconds, "all": cpu_all, "sim": sim, **th}
+    return {
+        "ok": detail == "",
+        "overflowed": overflowed,
+        "detail": detail,
+        "seconds": seconds,
+        "all": cpu_all,
+        "sim": sim,
+        **th,
+    }
 
 
 async def side_round(mod: ModuleType, w: Workload, p: Sizes) -> list[dict[str, Any]]:
@@ -233,7 +248,9 @@ def rows_of(
     def ratio_of(n: float, b: float) -> float:
         return n / b if b else float("nan")
 
-    def row(measure: str, key: str, fmt: Callable[[float], str], goal: tuple[str, Callable[[float], bool]] | None = None) -> list[str]:
+    def row(
+        measure: str, key: str, fmt: Callable[[float], str], goal: tuple[str, Callable[[float], bool]] | None = None
+    ) -> list[str]:
         ratio = ratio_of(fn[key], fb[key])
         met = ("met" if goal[1](ratio) else "NOT met") if goal else ""
         # The spread of the rounds' own ratios: how far apart two runs of one build land here.
@@ -243,9 +260,15 @@ def rows_of(
         return [w.name, measure, fmt(fb[key]), fmt(fn[key]), shown, spread, goal[0] if goal else "-", met]
 
     if w.key == "run":
-        rows = [row("main-thread CPU per event", "main", fmt_us, ("<= 0.20x", lambda r: r <= 0.2)), row("events/s", "rate", fmt_rate)]
+        rows = [
+            row("main-thread CPU per event", "main", fmt_us, ("<= 0.20x", lambda r: r <= 0.2)),
+            row("events/s", "rate", fmt_rate),
+        ]
     else:
-        rows = [row("events/s", "rate", fmt_rate, (">= 1.00x", lambda r: r >= 1.0)), row("main-thread CPU per event", "main", fmt_us)]
+        rows = [
+            row("events/s", "rate", fmt_rate, (">= 1.00x", lambda r: r >= 1.0)),
+            row("main-thread CPU per event", "main", fmt_us),
+        ]
     rows.append(row("koma-io threads' CPU per event", "io", fmt_us))
     rows.append(row("all threads' CPU per event", "all", fmt_us))
     return rows
@@ -292,7 +315,10 @@ async def main() -> int:
         nbytes=args.bytes,
     )
     if min(p.rounds, p.turns, p.n) < 1 or p.nbytes < 0 or (args.smoke and args.base):
-        print("bad arguments: --rounds, --turns and --n are at least 1, --bytes at least 0; --smoke takes no --base", file=sys.stderr)
+        print(
+            "bad arguments: --rounds, --turns and --n are at least 1, --bytes at least 0; --smoke takes no --base",
+            file=sys.stderr,
+        )
         return 2
 
     import koma_sdk
@@ -319,7 +345,9 @@ async def main() -> int:
     print(f"base: {base_text}")
     print(f"new:  koma_sdk from {Path(koma_sdk.__file__ or '').parent}, this checkout {describe_new()}")
     warm = f", after {p.warm} not measured" if p.warm else ""
-    print(f"koma-sim: {sim_path()}; a turn: `{text(p)}` ({p.n:,} outputs of {p.nbytes} B); {p.rounds} round(s) of {p.turns} measured turn(s) per side{warm}")
+    print(
+        f"koma-sim: {sim_path()}; a turn: `{text(p)}` ({p.n:,} outputs of {p.nbytes} B); {p.rounds} round(s) of {p.turns} measured turn(s) per side{warm}"
+    )
 
     failures: list[str] = []
     rows: list[list[str]] = []
@@ -339,7 +367,9 @@ async def main() -> int:
                 # left out of the medians); any other failure is the harness's.
                 over = sum(1 for r in rs if not r["ok"] and r.get("overflowed"))
                 failures += [
-                    f"{w.key} {side} #{i + 1}: {r['detail']}" for r in rs if not r["ok"] and (args.smoke or not r.get("overflowed"))
+                    f"{w.key} {side} #{i + 1}: {r['detail']}"
+                    for r in rs
+                    if not r["ok"] and (args.smoke or not r.get("overflowed"))
                 ]
                 runs[side] += good
                 by_round[i][side] = good
@@ -352,7 +382,9 @@ async def main() -> int:
             pairs = [(figures(r["base"], p.n), figures(r["new"], p.n)) for r in by_round if r["base"] and r["new"]]
             rows += rows_of(w, figures(runs["base"], p.n), figures(runs["new"], p.n), pairs)
         over_text = {side: f"{t['overflowed']} of {t['turns']}" for side, t in tally.items()}
-        rows.append([w.name, "turns that overflowed (left out above)", over_text["base"], over_text["new"], "-", "-", "-", ""])
+        rows.append(
+            [w.name, "turns that overflowed (left out above)", over_text["base"], over_text["new"], "-", "-", "-", ""]
+        )
     if rows:
         print_table(rows)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")

@@ -57,7 +57,15 @@ async def events_workload(c: Any, count: int, nbytes: int, total: int) -> dict[s
         if ok
         else f"overflows {overflows}, seq errors {seq_errors}, answered {state['answered']}/{windows}, text {text_bytes}/{n * nbytes}"
     )
-    return {"ok": ok, "seconds": seconds, "units": n, "rate": n / seconds, "cpu": cpu, "loop_cpu": loop_cpu, "detail": detail}
+    return {
+        "ok": ok,
+        "seconds": seconds,
+        "units": n,
+        "rate": n / seconds,
+        "cpu": cpu,
+        "loop_cpu": loop_cpu,
+        "detail": detail,
+    }
 
 
 async def round_trips_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
@@ -85,7 +93,9 @@ async def round_trips_workload(c: Any, n: int, depth: int) -> dict[str, Any]:
     }
 
 
-async def steady_workload(c: Any, rate: int, seconds: float, nbytes: int, per_request: int, max_burst: int) -> dict[str, Any]:
+async def steady_workload(
+    c: Any, rate: int, seconds: float, nbytes: int, per_request: int, max_burst: int
+) -> dict[str, Any]:
     """A steady stream: every ~1 ms the events due by now at `rate` are
     requested (at most `max_burst` a tick, `per_request` a request), and
     consumed as they come. Busy share: the loop thread's CPU time over the

@@ -47,10 +47,10 @@ from ._types import (  # noqa: E402
     ToolResultEvent,
     TurnFinishedData,
     TurnFinishedEvent,
+    TurnMode,
     TurnResult,
     TurnStartedData,
     TurnStartedEvent,
-    TurnMode,
     TurnStatus,
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from ._errors import invalid
 
@@ -15,7 +15,7 @@ _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 _ascii_encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
-def params(method: str, params: Any) -> Optional[bytes]:
+def params(method: str, params: Any) -> bytes | None:
     """`params` as the JSON text the core checks, or `None` for no params."""
     if params is None:
         return None
@@ -56,7 +56,7 @@ def check_keys(method: str, value: Any) -> None:
             check_keys(method, item)
 
 
-def seconds(what: str, value: Any) -> Optional[float]:
+def seconds(what: str, value: Any) -> float | None:
     """A bound in seconds; `None` or `math.inf`: none. `what` names it in the error."""
     if value is None or (isinstance(value, float) and value == math.inf):
         return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import sys
 from asyncio.events import _get_running_loop as _running_loop  # C, None outside a loop
-from typing import Any, Awaitable, Callable, Generator, List, Optional, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Protocol, TypeVar
 
 from ._errors import KomaError
 
@@ -148,7 +149,7 @@ class _TrioFuture:
 
     def __init__(self) -> None:
         self._outcome: Any = None
-        self._tasks: List[Any] = []
+        self._tasks: list[Any] = []
         self._abandoned = False
 
     def done(self) -> bool:
@@ -349,7 +350,7 @@ def current() -> Backend:
     raise KomaError("invalid_params", "koma_sdk needs a running asyncio or trio event loop here")
 
 
-def serve(waiting: List[Future], take: Callable[[], Any]) -> None:
+def serve(waiting: list[Future], take: Callable[[], Any]) -> None:
     """Hand what `take` gives to the futures that wait, in order, skipping
     those whose waiter was cancelled. `take` returns None when it has nothing
     now; what it raises goes to every waiter."""
@@ -370,7 +371,7 @@ def serve(waiting: List[Future], take: Callable[[], Any]) -> None:
         waiting.pop(0).set_result(item)
 
 
-async def next_item(waiting: List[Future], take: Callable[[], Any], backend: Backend) -> Any:
+async def next_item(waiting: list[Future], take: Callable[[], Any], backend: Backend) -> Any:
     """The next item: at once if nobody waits before us and `take` has one,
     else when `serve` hands it over (a cancelled wait leaves the line)."""
     if not waiting:
@@ -396,9 +397,9 @@ class Promise:
     def __init__(self) -> None:
         self._settled = False
         self._value: Any = None
-        self._error: Optional[BaseException] = None
-        self._waiters: List[Future] = []
-        self._callbacks: List[Callable[[], None]] = []
+        self._error: BaseException | None = None
+        self._waiters: list[Future] = []
+        self._callbacks: list[Callable[[], None]] = []
 
     @property
     def settled(self) -> bool:
@@ -410,7 +411,7 @@ class Promise:
     def reject(self, error: BaseException) -> None:
         self._settle(None, error)
 
-    def _settle(self, value: Any, error: Optional[BaseException]) -> None:
+    def _settle(self, value: Any, error: BaseException | None) -> None:
         if self._settled:
             return
         self._settled = True

@@ -9,17 +9,11 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import (
     TYPE_CHECKING,
     Any,
-    Awaitable,
-    Callable,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Tuple,
     TypeVar,
     Union,
 )
@@ -34,7 +28,6 @@ from ._stream import ClientStream, EventStream
 from ._turn import ApprovalPolicy, Turn, run
 from ._types import (
     Decision,
-    TurnMode,
     EnqueueResult,
     Hello,
     InterruptAndSubmitResult,
@@ -42,6 +35,7 @@ from ._types import (
     SessionResult,
     State,
     SubmitResult,
+    TurnMode,
     TurnResult,
 )
 
@@ -63,7 +57,7 @@ def _path(what: str, value: Any) -> bytes:
         raise invalid(f"Client: `{what}` cannot be used as a path ({e})") from None
 
 
-def _env(env: Any) -> List[Tuple[bytes, bytes]]:
+def _env(env: Any) -> list[tuple[bytes, bytes]]:
     if env is None:
         return []
     if not isinstance(env, Mapping):
@@ -89,8 +83,8 @@ class _Wake:
     def __init__(self, native: NativeClient, callback: Callable[[], None]) -> None:
         self.native = native
         self.callback = callback
-        self.backend: Optional[_backend.Backend] = None
-        self.fd: Optional[int] = None
+        self.backend: _backend.Backend | None = None
+        self.fd: int | None = None
 
     def current(self) -> _backend.Backend:
         """The running loop's backend; the descriptor is watched by it (a
@@ -121,7 +115,7 @@ def _nothing() -> None:
     pass
 
 
-_live: "weakref.WeakSet[_Wake]" = weakref.WeakSet()
+_live: weakref.WeakSet[_Wake] = weakref.WeakSet()
 
 
 def _collected(wake: _Wake) -> None:
@@ -145,7 +139,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _on_wake(ref: "weakref.ReferenceType[Client]") -> None:
+def _on_wake(ref: weakref.ReferenceType[Client]) -> None:
     client = ref()
     if client is None:
         return
@@ -170,10 +164,10 @@ class Client:
         self,
         executable: PathLike,
         *,
-        cwd: Optional[PathLike] = None,
-        env: Optional[Mapping[str, str]] = None,
+        cwd: PathLike | None = None,
+        env: Mapping[str, str] | None = None,
         trace: bool = False,
-        hello_timeout: Optional[float] = 15.0,
+        hello_timeout: float | None = 15.0,
     ) -> None:
         exe = _path("executable", executable)
         cwd_bytes = None if cwd is None else _path("cwd", cwd)
@@ -182,13 +176,13 @@ class Client:
             raise invalid("Client: `trace` must be a bool")
         hello = _seconds("`hello_timeout`", hello_timeout)
         self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
-        self._calls: Dict[int, _backend.Future] = {}
+        self._calls: dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
         self._queue = ClientStream(self._native, self._bind)
         #: The turns not over yet, by key: what their news go to.
-        self._turns: Dict[int, Turn] = {}
+        self._turns: dict[int, Turn] = {}
 
     # ---- plumbing
 
@@ -229,17 +223,19 @@ class Client:
                 for entry in lifts:
                     put_back(values, entry)
             except Exception as e:  # the core checked the JSON: this is a bug
-                err = KomaError("transport_failure", f"an internal error in koma_sdk: an answer could not be read ({e})")
+                err = KomaError(
+                    "transport_failure", f"an internal error in koma_sdk: an answer could not be read ({e})"
+                )
                 for token in tokens:
                     sink = calls.pop(token, None)
                     if sink is not None and not sink.done():
                         sink.set_exception(err)
             else:
-                for token, value in zip(tokens, values):
+                for token, value in zip(tokens, values, strict=False):
                     sink = calls.pop(token, None)
                     if sink is not None and not sink.done():
                         sink.set_result(value)
-        for token, value, failed in others:
+        for token, value, _failed in others:
             sink = calls.pop(token, None)
             if sink is not None and not sink.done():
                 if value is not None:
@@ -296,7 +292,7 @@ class Client:
 
     # ---- the protocol's methods
 
-    async def probe(self, *, timeout: Optional[float] = None) -> Hello:
+    async def probe(self, *, timeout: float | None = None) -> Hello:
         """Start the child if needed; the checked hello."""
         seconds = _seconds("`timeout`", timeout)
         backend = self._bind()
@@ -315,57 +311,62 @@ class Client:
             raise
 
     async def create(
-        self, *, cwd: Optional[Union[str, "os.PathLike[str]"]] = None, model: Optional[str] = None,
-        timeout: Optional[float] = None,
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        timeout: float | None = None,
     ) -> SessionResult:
         """Start a new session (only as the first request)."""
-        params: Dict[str, Any] = {}
+        params: dict[str, Any] = {}
         if cwd is not None:
             params["cwd"] = os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd
         if model is not None:
             params["model"] = model
         return SessionResult._wire(await self._call("create", params, timeout))
 
-    async def resume(self, session: str, *, after: Optional[int] = None, timeout: Optional[float] = None) -> SessionResult:
+    async def resume(self, session: str, *, after: int | None = None, timeout: float | None = None) -> SessionResult:
         """Reattach to a saved session; its events after `after` are replayed."""
-        params: Dict[str, Any] = {"session": session}
+        params: dict[str, Any] = {"session": session}
         if after is not None:
             params["after"] = after
         return SessionResult._wire(await self._call("resume", params, timeout))
 
-    async def state(self, *, timeout: Optional[float] = None) -> State:
+    async def state(self, *, timeout: float | None = None) -> State:
         return State._wire(await self._call("state", None, timeout))
 
-    async def submit(self, text: str, *, timeout: Optional[float] = None) -> SubmitResult:
+    async def submit(self, text: str, *, timeout: float | None = None) -> SubmitResult:
         """Start a turn; remote error `busy` while one runs."""
         return SubmitResult._wire(await self._call("submit", {"text": text}, timeout))
 
-    async def enqueue(self, text: str, *, timeout: Optional[float] = None) -> EnqueueResult:
+    async def enqueue(self, text: str, *, timeout: float | None = None) -> EnqueueResult:
         """Queue a text to run after the current turn."""
         return EnqueueResult._wire(await self._call("enqueue", {"text": text}, timeout))
 
-    async def interrupt(self, *, timeout: Optional[float] = None) -> InterruptResult:
+    async def interrupt(self, *, timeout: float | None = None) -> InterruptResult:
         """Stop the running turn, if any."""
         return InterruptResult._wire(await self._call("interrupt", None, timeout))
 
-    async def interrupt_and_submit(self, text: str, *, timeout: Optional[float] = None) -> InterruptAndSubmitResult:
+    async def interrupt_and_submit(self, text: str, *, timeout: float | None = None) -> InterruptAndSubmitResult:
         """Stop the running turn and start this one, ahead of the queue."""
         return InterruptAndSubmitResult._wire(await self._call("interrupt_and_submit", {"text": text}, timeout))
 
-    async def approve(self, approval: str, decision: Decision, *, timeout: Optional[float] = None) -> None:
+    async def approve(self, approval: str, decision: Decision, *, timeout: float | None = None) -> None:
         """Answer an `approval_requested` event."""
         await self._call("approve", {"approval": approval, "decision": decision}, timeout)
 
-    async def configure(self, *, model: Optional[str] = None, timeout: Optional[float] = None) -> State:
+    async def configure(self, *, model: str | None = None, timeout: float | None = None) -> State:
         params = {} if model is None else {"model": model}
         return State._wire(await self._call("configure", params, timeout))
 
-    async def detach(self, *, timeout: Optional[float] = None) -> None:
+    async def detach(self, *, timeout: float | None = None) -> None:
         """koma saves the session and exits 0; returns after the answer and
         the exit. `events()` then ends, and nothing more is written."""
         await self._call("detach", None, timeout)
 
-    async def request(self, method: str, params: Optional[Mapping[str, Any]] = None, *, timeout: Optional[float] = None) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
         """Any method of hello's capabilities. The protocol's methods get
         their params checked; others take any JSON object, sent as given.
         Returns the plain JSON result."""
@@ -408,9 +409,9 @@ class Client:
         self,
         text: str,
         *,
-        mode: Optional[TurnMode] = None,
-        on_approval: Optional[ApprovalPolicy] = None,
-        timeout: Optional[float] = None,
+        mode: TurnMode | None = None,
+        on_approval: ApprovalPolicy | None = None,
+        timeout: float | None = None,
     ) -> Turn:
         """Start a turn (`mode="interrupt"`: stop the running one first) whose
         events a loop over the Turn takes; see the README. Bad arguments fail
@@ -422,8 +423,8 @@ class Client:
         text: str,
         *,
         on_approval: ApprovalPolicy,
-        mode: Optional[TurnMode] = None,
-        timeout: Optional[float] = None,
+        mode: TurnMode | None = None,
+        timeout: float | None = None,
     ) -> TurnResult:
         """A turn in one call: its result, once it finished. Cancelling it
         interrupts the agent. A failure carries the result so far as
@@ -438,7 +439,7 @@ class Client:
         return self._native.stderr
 
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         """The child's process id while it runs, else `None`."""
         return self._native.pid
 
@@ -447,9 +448,9 @@ class Client:
 
     async def __aexit__(
         self,
-        exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 

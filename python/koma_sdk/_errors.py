@@ -4,7 +4,7 @@ protocol file's table (part C)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, Literal, Optional
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from ._types import TurnResult
@@ -49,18 +49,18 @@ class KomaError(Exception):
     and `Client.run()`. One with code `timeout` is also a `TimeoutError`, so
     one `except TimeoutError` takes the package's deadlines and asyncio's."""
 
-    def __new__(cls, code: ErrorCode, message: str, remote: Optional[RemoteError] = None) -> KomaError:
+    def __new__(cls, code: ErrorCode, message: str, remote: RemoteError | None = None) -> KomaError:
         if cls is KomaError and code == "timeout":
             cls = _KomaTimeoutError
         self: KomaError = super().__new__(cls, message)
         return self
 
-    def __init__(self, code: ErrorCode, message: str, remote: Optional[RemoteError] = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, remote: RemoteError | None = None) -> None:
         super().__init__(message)
         self.code: ErrorCode = code
         self.message: str = message
-        self.remote: Optional[RemoteError] = remote
-        self.result: Optional[TurnResult] = None
+        self.remote: RemoteError | None = remote
+        self.result: TurnResult | None = None
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -77,7 +77,7 @@ class _KomaTimeoutError(KomaError, TimeoutError):
     """A `KomaError` with code `timeout` (made by `KomaError` itself)."""
 
 
-def _from_native(code: ErrorCode, message: str, remote: Optional[tuple[str, str, Optional[str]]]) -> KomaError:
+def _from_native(code: ErrorCode, message: str, remote: tuple[str, str, str | None] | None) -> KomaError:
     """What the native module raises and reports: `remote` is the server's
     `(code, message, data JSON text or None)`."""
     if remote is None:

@@ -2,10 +2,10 @@
 frame (so they are neither scanned twice nor parsed as JSON) and hands them
 over as ready `str`s, each with where it goes."""
 
-from typing import Any, List, Tuple
+from typing import Any
 
 
-def put_back(root: List[Any], entry: Tuple[Any, ...]) -> None:
+def put_back(root: list[Any], entry: tuple[Any, ...]) -> None:
     """Put a lifted string back into parsed JSON: `entry` is `(index, *path, text)`,
     `index` its slot in `root`."""
     obj: Any = root

@@ -1,7 +1,8 @@
 """Stubs of the native module (python/src): the core's connection, as the
 package drives it. `mypy.stubtest` checks them against the module."""
 
-from typing import Callable, Final, List, Literal, Optional, Tuple, Union, final
+from collections.abc import Callable
+from typing import Final, Literal, final
 
 from ._errors import KomaError
 
@@ -25,55 +26,53 @@ SLOT_BATCH_COUNTING: Final[int]
 BATCH_STRIDE: Final[int]
 
 #: Where a lifted string goes back: `(index, *path, text)`.
-_LiftEntry = Tuple[Union[int, str], ...]
+_LiftEntry = tuple[int | str, ...]
 #: What a stream gives: a batch `(0, json, lifts, epoch, counting)`, the
 #: overflow report `(1, dropped)`, or the end `(2, error or None)`.
-_Taken = Union[
-    Tuple[Literal[0], bytes, List[_LiftEntry], int, int],
-    Tuple[Literal[1], int],
-    Tuple[Literal[2], Optional[KomaError]],
-]
+_Taken = (
+    tuple[Literal[0], bytes, list[_LiftEntry], int, int] | tuple[Literal[1], int] | tuple[Literal[2], KomaError | None]
+)
 #: A turn's news: `(key, kind, ...)` (see `NativeClient.deliver`).
-_TurnNews = Union[
-    Tuple[int, Literal["id"], str, None, None, None],
-    Tuple[int, Literal["approval"], str, bytes, List[_LiftEntry], None],
-    Tuple[int, Literal["ready"], None, None, None, None],
-    Tuple[int, Literal["ended"], bytes, List[_LiftEntry], Optional[KomaError], Optional[str], Optional[str]],
-]
+_TurnNews = (
+    tuple[int, Literal["id"], str, None, None, None]
+    | tuple[int, Literal["approval"], str, bytes, list[_LiftEntry], None]
+    | tuple[int, Literal["ready"], None, None, None, None]
+    | tuple[int, Literal["ended"], bytes, list[_LiftEntry], KomaError | None, str | None, str | None]
+)
 #: One wake: `(tokens, joined results, their lifts, (token, error or None, failed) of the rest, turn news)`.
-_Delivered = Tuple[List[int], Optional[bytes], List[_LiftEntry], List[Tuple[int, Optional[KomaError], bool]], List[_TurnNews]]
+_Delivered = tuple[list[int], bytes | None, list[_LiftEntry], list[tuple[int, KomaError | None, bool]], list[_TurnNews]]
 
 def init(error_factory: Callable[..., KomaError]) -> None: ...
-def census() -> Tuple[int, int]: ...
+def census() -> tuple[int, int]: ...
 
 @final
 class NativeClient:
     def __new__(
         cls,
         executable: bytes,
-        cwd: Optional[bytes],
-        env: List[Tuple[bytes, bytes]],
+        cwd: bytes | None,
+        env: list[tuple[bytes, bytes]],
         trace: bool,
-        hello_timeout: Optional[float],
+        hello_timeout: float | None,
     ) -> NativeClient: ...
     def token(self) -> int: ...
-    def request(self, token: int, method: str, params: Optional[bytes], timeout: Optional[float]) -> None: ...
-    def probe(self, token: int, timeout: Optional[float]) -> Optional[bytes]: ...
+    def request(self, token: int, method: str, params: bytes | None, timeout: float | None) -> None: ...
+    def probe(self, token: int, timeout: float | None) -> bytes | None: ...
     def abandon(self, token: int) -> None: ...
     def close(self, token: int) -> bool: ...
     def deliver(self) -> _Delivered: ...
-    def take_events(self, wait: bool) -> Optional[_Taken]: ...
+    def take_events(self, wait: bool) -> _Taken | None: ...
     def open_turn(
         self,
         key: int,
         entry: str,
-        params: Optional[bytes],
-        mode: Optional[str],
-        approvals: Tuple[str, str],
-        timeout: Optional[float],
-        refused: Optional[KomaError],
+        params: bytes | None,
+        mode: str | None,
+        approvals: tuple[str, str],
+        timeout: float | None,
+        refused: KomaError | None,
     ) -> None: ...
-    def take_turn_events(self, key: int) -> Optional[_Taken]: ...
+    def take_turn_events(self, key: int) -> _Taken | None: ...
     def read_turn(self, key: int, reading: bool) -> None: ...
     def stop_turn(self, key: int, code: str, message: str) -> None: ...
     def interrupt_turn(self, key: int, token: int) -> bool: ...
@@ -84,9 +83,9 @@ class NativeClient:
     @property
     def stderr(self) -> str: ...
     @property
-    def pid(self) -> Optional[int]: ...
-    def buffered(self) -> Tuple[int, int]: ...
+    def pid(self) -> int | None: ...
+    def buffered(self) -> tuple[int, int]: ...
     def is_closed(self) -> bool: ...
     def kill_now(self) -> None: ...
-    def wake_fd(self) -> Optional[int]: ...
+    def wake_fd(self) -> int | None: ...
     def release_wake(self) -> None: ...

@@ -17,7 +17,8 @@ once an overflow has come.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, List, Optional, Tuple, Union
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from . import _native
 from ._backend import Backend, Future, next_item, serve
@@ -41,7 +42,7 @@ class _End:
 
 
 END = _End()
-Take = Callable[[], Optional[Tuple[Any, ...]]]
+Take = Callable[[], tuple[Any, ...] | None]
 
 
 class Cursor:
@@ -53,14 +54,14 @@ class Cursor:
         self._take = take
         self._native = native
         self._shared: Any = None  # the counters' memoryview, on first use
-        self._batch: List[Any] = []
+        self._batch: list[Any] = []
         self._index = 0
         self._epoch = 0
         self._counting = UNCOUNTED
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
         self._ended = False
 
-    def next(self) -> Union[None, _End, EventItem]:
+    def next(self) -> None | _End | EventItem:
         """The next item, END at the end, or None (nothing now). Raises the
         stream's failure, each time it is asked, once it has ended with one."""
         while True:
@@ -128,18 +129,18 @@ class ClientStream:
         self.bind = bind
         self._native = native
         self._cursor = Cursor(self._take_native, native)
-        self._waiting: List[Future] = []
+        self._waiting: list[Future] = []
         # The core found nothing: the next wake should serve.
         self._wanted = False
         self.stream = EventStream(self)
 
-    def _take_native(self) -> Optional[Tuple[Any, ...]]:
+    def _take_native(self) -> tuple[Any, ...] | None:
         got = self._native.take_events(True)
         if got is None:
             self._wanted = True
         return got
 
-    def take(self) -> Union[None, _End, EventItem]:
+    def take(self) -> None | _End | EventItem:
         return self._cursor.next()
 
     def woke(self) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import json
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ._args import params as encode_params
 from ._args import seconds as seconds_of
@@ -24,13 +25,10 @@ from ._types import ApprovalRequestedData, Decision, EventItem, TurnResult
 if TYPE_CHECKING:
     from ._client import Client
 
-ApprovalPolicy = Union[
-    Decision,
-    Callable[[ApprovalRequestedData], Union[Decision, Awaitable[Decision]]],
-]
+ApprovalPolicy = Decision | Callable[[ApprovalRequestedData], Decision | Awaitable[Decision]]
 
 
-def _value(json_array: bytes, lifts: List[Tuple[Any, ...]]) -> Any:
+def _value(json_array: bytes, lifts: list[tuple[Any, ...]]) -> Any:
     """A value the core handed over as a one-item JSON array, its long strings put back."""
     root = json.loads(json_array)
     for entry in lifts:
@@ -38,7 +36,7 @@ def _value(json_array: bytes, lifts: List[Tuple[Any, ...]]) -> Any:
     return root[0]
 
 
-def _approvals(on_approval: Any) -> Tuple[str, str]:
+def _approvals(on_approval: Any) -> tuple[str, str]:
     """The approval option as the core reads it (`kind`, `text`)."""
     if on_approval is None:
         return ("none", "")
@@ -57,7 +55,18 @@ class Turn:
     A loop over it ends the way its result does: if the result raises, the
     loop raises the same error after the turn's events."""
 
-    __slots__ = ("_client", "_key", "_handler", "_id", "_result", "_thrown", "_tasks", "_cursor", "waiting", "__weakref__")
+    __slots__ = (
+        "_client",
+        "_key",
+        "_handler",
+        "_id",
+        "_result",
+        "_thrown",
+        "_tasks",
+        "_cursor",
+        "waiting",
+        "__weakref__",
+    )
 
     def __init__(self, client: Client, text: Any, mode: Any, on_approval: Any, timeout: Any, what: str) -> None:
         self._client = client
@@ -68,14 +77,14 @@ class Turn:
         self._id = Promise()
         self._result = Promise()
         #: What the handler raised, by approval (the error's cause if it fails the turn).
-        self._thrown: Dict[str, BaseException] = {}
+        self._thrown: dict[str, BaseException] = {}
         #: Handlers still computing an answer, by approval.
-        self._tasks: Dict[str, Cancel] = {}
+        self._tasks: dict[str, Cancel] = {}
         self._cursor = Cursor(lambda: native.take_turn_events(key), native)
-        self.waiting: List[Future] = []
-        refused: Optional[KomaError] = None
-        params: Optional[bytes] = None
-        seconds: Optional[float] = None
+        self.waiting: list[Future] = []
+        refused: KomaError | None = None
+        params: bytes | None = None
+        seconds: float | None = None
         try:
             params = encode_params(what, {"text": text})
             seconds = seconds_of(f"{what}: `timeout`", timeout)
@@ -95,7 +104,7 @@ class Turn:
 
     # ---- what the core says of it (the client's wake hands it over)
 
-    def _news(self, kind: str, args: Tuple[Any, ...]) -> None:
+    def _news(self, kind: str, args: tuple[Any, ...]) -> None:
         if kind == "id":
             self._id.resolve(args[0])
         elif kind == "approval":
@@ -140,7 +149,7 @@ class Turn:
 
         self._tasks[approval] = self._client._bind().spawn(wait)
 
-    def _ended(self, result: Any, error: Optional[KomaError], cause: Optional[str], approval: Optional[str]) -> None:
+    def _ended(self, result: Any, error: KomaError | None, cause: str | None, approval: str | None) -> None:
         """The turn is over: a handler still running is cancelled (its answer
         could no longer be used), and the result settles."""
         tasks, self._tasks = self._tasks, {}

@@ -9,7 +9,7 @@ an object is `protocol_error` for that call."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Literal, Optional, TypedDict, Union, get_args
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from ._errors import KomaError
 
@@ -41,8 +41,8 @@ class Hello:
     """The checked hello: `protocol` is always 1."""
 
     binary: Binary
-    diagnostics: List[Any]
-    capabilities: List[str]
+    diagnostics: list[Any]
+    capabilities: list[str]
     type: Literal["hello"] = "hello"
     protocol: Literal[1] = 1
 
@@ -57,11 +57,11 @@ class Hello:
 class State:
     """`waiting`: a turn waits for an approval."""
 
-    session: Optional[str]
+    session: str | None
     status: Status
-    turn: Optional[str]
+    turn: str | None
     queued: int
-    model: Optional[str]
+    model: str | None
 
     @classmethod
     def _wire(cls, v: Any) -> State:
@@ -104,7 +104,7 @@ class EnqueueResult:
 class InterruptResult:
     """`turn`: the turn stopped, if any."""
 
-    turn: Optional[str]
+    turn: str | None
 
     @classmethod
     def _wire(cls, v: Any) -> InterruptResult:
@@ -113,7 +113,7 @@ class InterruptResult:
 
 @dataclass(frozen=True, slots=True)
 class InterruptAndSubmitResult:
-    interrupted: Optional[str]
+    interrupted: str | None
     turn: str
 
     @classmethod
@@ -126,11 +126,11 @@ class InterruptAndSubmitResult:
 
 
 class StateData(TypedDict):
-    session: Optional[str]
+    session: str | None
     status: Status
-    turn: Optional[str]
+    turn: str | None
     queued: int
-    model: Optional[str]
+    model: str | None
 
 
 class TurnStartedData(TypedDict):
@@ -190,7 +190,12 @@ class _Event:
         self.data = data
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Event) and type(other) is type(self) and self.seq == other.seq and self.data == other.data
+        return (
+            isinstance(other, _Event)
+            and type(other) is type(self)
+            and self.seq == other.seq
+            and self.data == other.data
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -254,20 +259,20 @@ class Overflow:
     type: ClassVar[Literal["overflow"]] = "overflow"
 
 
-Event = Union[
-    StateEvent,
-    TurnStartedEvent,
-    OutputEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    ApprovalRequestedEvent,
-    TurnFinishedEvent,
-    DiagnosticEvent,
-]
-EventItem = Union[Event, Overflow]
+Event = (
+    StateEvent
+    | TurnStartedEvent
+    | OutputEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | ApprovalRequestedEvent
+    | TurnFinishedEvent
+    | DiagnosticEvent
+)
+EventItem = Event | Overflow
 
 #: The class of each catalog name (the core hands over catalog names only).
-EVENT_CLASSES: Dict[str, Any] = {c.name: c for c in get_args(Event)}
+EVENT_CLASSES: dict[str, Any] = {c.name: c for c in get_args(Event)}
 
 # ---- the turn layer
 
@@ -283,13 +288,13 @@ class ToolCall:
     tool: str
     input: Any
     output: Any = None
-    error: Optional[bool] = None
-    approval: Optional[Decision] = None
+    error: bool | None = None
+    approval: Decision | None = None
 
 
 #: What `turn_finished` said (passed on as koma said it), or `"unknown"`
 #: when the turn did not finish (the client failed or closed first).
-TurnStatus = Union[Literal["completed", "interrupted", "failed", "unknown"], str]
+TurnStatus = Literal["completed", "interrupted", "failed", "unknown"] | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,10 +305,10 @@ class TurnResult:
     `turn` is `None` only in the `error.result` of a turn whose submit never
     answered."""
 
-    turn: Optional[str]
+    turn: str | None
     status: TurnStatus
     output: str
-    tool_calls: List[ToolCall]
+    tool_calls: list[ToolCall]
     events: int
     overflowed: bool
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SIM, MakeClient, sim_env
 
+from helpers import SIM, MakeClient, sim_env
 from koma_sdk import Client
 
 # Every async test runs under asyncio and trio. A test or file that the
@@ -57,7 +57,9 @@ async def sim_client(home: Path, anyio_backend: str) -> AsyncIterator[MakeClient
         home_dir: Path | None = None,
         **options: Any,
     ) -> Client:
-        client = Client(SIM, env={**sim_env(home_dir or home, faults=faults, delay_ms=delay_ms), **(env or {})}, **options)
+        client = Client(
+            SIM, env={**sim_env(home_dir or home, faults=faults, delay_ms=delay_ms), **(env or {})}, **options
+        )
         made.append(client)
         return client
 

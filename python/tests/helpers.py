@@ -121,7 +121,7 @@ async def events_error(client: Client) -> tuple[BaseException | None, list[Any]]
 
 
 def assert_contiguous(events: list[Any]) -> None:
-    for a, b in zip(events, events[1:]):
+    for a, b in zip(events, events[1:], strict=False):
         assert b.seq == a.seq + 1, f"seq not contiguous: {a.seq} then {b.seq}"
 
 
@@ -263,7 +263,9 @@ def script(body: str) -> str:
     return PRELUDE + "\n" + body
 
 
-def run_python(body: str, *, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_python(
+    body: str, *, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run a script in a new interpreter; its exit code, stdout and stderr.
     The timeout only stops a hang; it is no measure of speed."""
     return subprocess.run(

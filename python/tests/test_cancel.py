@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from helpers import MakeClient, code_of, raises, until
 
 pytestmark = pytest.mark.anyio

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+import koma_sdk
+import koma_sdk.sim
 from helpers import (
     RUN_MAIN,
     SIM,
@@ -26,9 +29,6 @@ from helpers import (
     run_python,
     sim_env,
 )
-
-import koma_sdk
-import koma_sdk.sim
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +47,9 @@ async def test_probe_starts_the_child_and_returns_the_checked_hello(sim_client: 
     assert isinstance(c.pid, int)
     pid = c.pid
     again = await c.probe()
-    assert (again.binary.path, again.capabilities, c.pid) == (hello.binary.path, hello.capabilities, pid), "no new child"
+    assert (again.binary.path, again.capabilities, c.pid) == (hello.binary.path, hello.capabilities, pid), (
+        "no new child"
+    )
 
 
 async def test_a_plain_turn_streams_output_in_seq_order(sim_client: MakeClient) -> None:
@@ -59,7 +61,7 @@ async def test_a_plain_turn_streams_output_in_seq_order(sim_client: MakeClient) 
     turn = (await c.submit("hello there")).turn
     items = await events_until(c, finished(turn))
     evs = [e for e in items if e.type == "event"]
-    for a, b in zip(evs, evs[1:]):
+    for a, b in zip(evs, evs[1:], strict=False):
         assert b.seq == a.seq + 1
     outputs = [e for e in evs if e.name == "output" and e.data["turn"] == turn]
     assert len(outputs) >= 2, "the reply streams in pieces"
@@ -324,7 +326,9 @@ async def test_the_typing_usage_file_runs_against_koma_sim() -> None:
 def test_the_typing_usage_file_passes_mypy_strict() -> None:
     pytest.importorskip("mypy")
     usage = Path(__file__).resolve().parent / "typing_usage.py"
-    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(usage)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(usage)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 

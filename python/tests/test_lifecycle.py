@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+
 from helpers import (
     ROOT,
     SIM,
@@ -35,7 +36,6 @@ from helpers import (
     sim_env,
     until,
 )
-
 from koma_sdk import Client, EventStream, KomaError
 
 pytestmark = pytest.mark.anyio
@@ -303,7 +303,8 @@ def signal_shim() -> Any:
     with tempfile.TemporaryDirectory(prefix="koma-signal-log-") as d:
         shim = Path(d) / "signal-log.so"
         subprocess.run(
-            [cc, "-shared", "-fPIC", "-O1", "-o", str(shim), str(ROOT / "__test__" / "peers" / "signal-log.c"), "-ldl"], check=True
+            [cc, "-shared", "-fPIC", "-O1", "-o", str(shim), str(ROOT / "__test__" / "peers" / "signal-log.c"), "-ldl"],
+            check=True,
         )
         yield Path(d), shim
 
@@ -311,7 +312,11 @@ def signal_shim() -> Any:
 SCENARIOS = [
     ("exits by itself", "spawn_tool,exit_mid_request", "await code(c.state())"),
     ("detached by close()", "spawn_tool", "await c.state()"),
-    ("stopped with SIGKILL after ignoring everything", "spawn_tool,ignore_detach,ignore_eof,ignore_sigterm", "await c.state()"),
+    (
+        "stopped with SIGKILL after ignoring everything",
+        "spawn_tool,ignore_detach,ignore_eof,ignore_sigterm",
+        "await c.state()",
+    ),
 ]
 
 
@@ -361,6 +366,8 @@ asyncio.run(main())
     label = f"{what} ({spawn})"
     assert reap_at >= 0, f"{label}: koma was reaped\n{shown}"
     signals = [(f, i) for i, f in enumerate(calls) if f[1] == "kill" and abs(int(f[2])) == pid and f[3] != "0"]
-    assert any(int(f[2]) == -pid and i < reap_at for f, i in signals), f"{label}: the group was stopped while koma was unreaped\n{shown}"
+    assert any(int(f[2]) == -pid and i < reap_at for f, i in signals), (
+        f"{label}: the group was stopped while koma was unreaped\n{shown}"
+    )
     assert [" ".join(f) for f, i in signals if i > reap_at] == [], f"{label}: signals after the reap\n{shown}"
     assert not group_running(pid), f"{label}: nothing of koma's group runs"

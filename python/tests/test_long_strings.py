@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from helpers import PEERS, events_error, last_json, raises, run_python
 
 sys.path.insert(0, str(PEERS))
@@ -33,7 +34,7 @@ def same(got: Any, want: Any, where: str = "$") -> None:
             same(got[k], want[k], f"{where}.{k[:20]}")
     elif isinstance(want, list):
         assert len(got) == len(want), f"{where}: {len(got)} items != {len(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=False)):
             same(g, w, f"{where}[{i}]")
     elif isinstance(want, float):
         assert got == want and math.copysign(1, got) == math.copysign(1, want), f"{where}: {got!r} != {want!r}"

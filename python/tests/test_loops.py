@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import HANG, SIM, MakeClient, raises, running, sim_env
 
+from helpers import HANG, SIM, MakeClient, raises, running, sim_env
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +85,9 @@ def test_a_client_asked_from_a_second_loop_while_the_first_waits_refuses_and_the
 
 
 @pytest.mark.parametrize("how", ["timeout", "interrupt", "close"])
-async def test_an_approval_handler_is_cancelled_once_its_approval_cannot_be_answered(sim_client: MakeClient, how: str) -> None:
+async def test_an_approval_handler_is_cancelled_once_its_approval_cannot_be_answered(
+    sim_client: MakeClient, how: str
+) -> None:
     c = sim_client()
     await c.create()
     asked = anyio.Event()

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import koma_sdk
 from helpers import (
     FOREVER,
     NOT_WRITTEN,
@@ -38,8 +40,6 @@ from helpers import (
     wait_gone,
     wait_reaped,
 )
-
-import koma_sdk
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio

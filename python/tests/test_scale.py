@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from helpers import FOREVER, RUN_MAIN, first_line, last_json, run_python, running, script, sim_env, wait_gone
 
 SPAWNS = ["default", "no-pidfd", "portable"]

@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from helpers import HANG, ROOT, MakeClient
 
+from helpers import HANG, ROOT, MakeClient
 from koma_sdk import Client, KomaError
 from koma_sdk._stream import STRIDE
 
@@ -312,10 +312,14 @@ class Runner:
         assert isinstance(error, KomaError), f"{what}: expected KomaError {code}, got {error!r}"
         assert error.code == code, f"{what}: {error}"
         if "remote" in step:
-            assert error.remote is not None and error.remote.code == step["remote"], f"{what}: the remote error of {error}"
+            assert error.remote is not None and error.remote.code == step["remote"], (
+                f"{what}: the remote error of {error}"
+            )
         if step.get("cause", "absent") == "handler":
             assert rec is not None and rec.thrown, f"{what}: the approval function threw nothing"
-            assert error.__cause__ is rec.thrown[-1], f"{what}: its cause is what the approval function raised, not {error.__cause__!r}"
+            assert error.__cause__ is rec.thrown[-1], (
+                f"{what}: its cause is what the approval function raised, not {error.__cause__!r}"
+            )
         if "cause" in step and step["cause"] is None:
             assert error.__cause__ is None, f"{what}: no cause, not {error.__cause__!r}"
         if "error_result" in step:
@@ -469,7 +473,11 @@ class Runner:
                 return await self.run_outcome(rec, step, what)
             expect = step.get("expect")
             return await self.settle(
-                rec.turn.result(), step, what, lambda v: check_turn_result(v, expect, what) if expect is not None else None, rec
+                rec.turn.result(),
+                step,
+                what,
+                lambda v: check_turn_result(v, expect, what) if expect is not None else None,
+                rec,
             )
         if do == "id":
             rec = self.turn_rec(step["turn"])
@@ -490,7 +498,7 @@ class Runner:
                     seqs += [i.seq for i in self.loops[name].items if i.type == "event"]
             seqs.sort()
             assert seqs, "no event taken"
-            for a, b in zip(seqs, seqs[1:]):
+            for a, b in zip(seqs, seqs[1:], strict=False):
                 assert b != a, f"seq {b} was taken twice"
                 assert b == a + 1, f"seq {a + 1} was taken by none of {', '.join(step['of'])}"
             return None
@@ -514,11 +522,13 @@ class Runner:
             wanted = expand(step.get("names", step.get("starts_with", [])))
 
             def differs() -> bool:
-                return any(name_of(item) != want for item, want in zip(loop.items, wanted))
+                return any(name_of(item) != want for item, want in zip(loop.items, wanted, strict=False))
 
             await self.changes.until(
                 lambda: loop.ended or (not ended and len(loop.items) >= need) or differs(),
-                lambda: f"{step['as']} to take {need} items{' and end' if ended else ''} (it took [{squeeze([name_of(i) for i in loop.items])}])",
+                lambda: (
+                    f"{step['as']} to take {need} items{' and end' if ended else ''} (it took [{squeeze([name_of(i) for i in loop.items])}])"
+                ),
             )
             check_items(loop.items, step, step["as"])
             if ended:
@@ -605,7 +615,9 @@ class Runner:
         except TimeoutError as e:
             if isinstance(e, KomaError):  # the package's own timeout is one too
                 raise
-            raise Hang(f"gave up after {HANG} s waiting for {what}; it took [{squeeze([name_of(i) for i in items])}]") from None
+            raise Hang(
+                f"gave up after {HANG} s waiting for {what}; it took [{squeeze([name_of(i) for i in items])}]"
+            ) from None
         except BodyError:
             raised = True
         check_items(items, expect, what)
@@ -617,7 +629,9 @@ class Runner:
             try:
                 await within(rec.turn.result(), f"{step['turn']}.result()")
             except KomaError as e:
-                assert e is thrown, f"{what} raises the very error {step['turn']}.result() raises ({e!r}, not {thrown!r})"
+                assert e is thrown, (
+                    f"{what} raises the very error {step['turn']}.result() raises ({e!r}, not {thrown!r})"
+                )
             else:
                 raise AssertionError(f"{what} raised {thrown!r}, but {step['turn']}.result() returned")
         else:

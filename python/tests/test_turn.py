@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from helpers import MakeClient, is_event, raises, until
 
+from helpers import MakeClient, is_event, raises, until
 from koma_sdk import KomaError
 
 pytestmark = pytest.mark.anyio
@@ -234,7 +234,12 @@ async def test_cancelling_run_interrupts_the_agent(sim_client: MakeClient) -> No
 async def test_run_refuses_bad_options_and_writes_nothing(sim_client: MakeClient) -> None:
     c = sim_client()
     await c.create()
-    for options in [{"on_approval": "maybe"}, {"on_approval": None}, {"on_approval": "allow", "mode": "later"}, {"on_approval": 5}]:
+    for options in [
+        {"on_approval": "maybe"},
+        {"on_approval": None},
+        {"on_approval": "allow", "mode": "later"},
+        {"on_approval": 5},
+    ]:
         e = await raises(c.run("hello", **options))
         assert e.code == "invalid_params", options
     assert (await raises(c.run(b"hello", on_approval="allow"))).code == "invalid_params"  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 if sys.version_info >= (3, 11):
     from typing import assert_type
@@ -20,9 +20,9 @@ else:
 
 import koma_sdk.sim
 from koma_sdk import (
-    Decision,
     ApprovalRequestedData,
     Client,
+    Decision,
     EventItem,
     Hello,
     KomaError,
@@ -70,7 +70,7 @@ def show_hello(hello: Hello) -> str:
 
 def show_state(st: State) -> str:
     assert_type(st.queued, int)
-    assert_type(st.session, Optional[str])
+    assert_type(st.session, str | None)
     return f"{st.session} {st.status} {st.turn} {st.queued} {st.model}"
 
 
@@ -82,7 +82,7 @@ def show_result(r: TurnResult) -> str:
 
 
 def show_error(e: KomaError) -> str:
-    remote: Optional[RemoteError] = e.remote
+    remote: RemoteError | None = e.remote
     where = f" ({remote.code}: {remote.message} {remote.data!r})" if remote is not None else ""
     return f"{e.code}{where}: {e}"
 

@@ -6,8 +6,25 @@ protocol."""
 import json
 import sys
 
-CAPS = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"]
-hello = {"type": "hello", "protocol": 1, "binary": {"path": "escapes", "version": "0"}, "diagnostics": [], "capabilities": CAPS}
+CAPS = [
+    "create",
+    "resume",
+    "state",
+    "submit",
+    "enqueue",
+    "interrupt",
+    "interrupt_and_submit",
+    "approve",
+    "detach",
+    "configure",
+]
+hello = {
+    "type": "hello",
+    "protocol": 1,
+    "binary": {"path": "escapes", "version": "0"},
+    "diagnostics": [],
+    "capabilities": CAPS,
+}
 sys.stdout.write(json.dumps(hello) + "\n")
 sys.stdout.flush()
 sys.stderr.write("warning \x1b]0;pwned\x07 \x1b[2J\x1b[31mred\n")

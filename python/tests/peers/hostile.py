@@ -8,10 +8,27 @@ import json
 import os
 import signal
 
-CAPS = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"]
+CAPS = [
+    "create",
+    "resume",
+    "state",
+    "submit",
+    "enqueue",
+    "interrupt",
+    "interrupt_and_submit",
+    "approve",
+    "detach",
+    "configure",
+]
 out = os.fdopen(1, "wb", buffering=0)
 err = os.fdopen(2, "wb", buffering=0)
-hello = {"type": "hello", "protocol": 1, "binary": {"path": "hostile", "version": "0"}, "diagnostics": [], "capabilities": CAPS}
+hello = {
+    "type": "hello",
+    "protocol": 1,
+    "binary": {"path": "hostile", "version": "0"},
+    "diagnostics": [],
+    "capabilities": CAPS,
+}
 out.write(json.dumps(hello).encode() + b"\n")
 text = b"x" * (1 << 20)
 noise = b"noise " * 10000 + b"\n"

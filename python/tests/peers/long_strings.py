@@ -14,7 +14,18 @@ import sys
 
 from long_strings_cases import CASES, event_line
 
-CAPS = ["create", "resume", "state", "submit", "enqueue", "interrupt", "interrupt_and_submit", "approve", "detach", "configure"]
+CAPS = [
+    "create",
+    "resume",
+    "state",
+    "submit",
+    "enqueue",
+    "interrupt",
+    "interrupt_and_submit",
+    "approve",
+    "detach",
+    "configure",
+]
 CAPS += ["cases", "case", "emit", "fail", "stray", "broken", "blobpad"]
 out = sys.stdout
 
@@ -26,7 +37,13 @@ def send(line: str) -> None:
 
 send(
     json.dumps(
-        {"type": "hello", "protocol": 1, "binary": {"path": "long-strings", "version": "0"}, "diagnostics": [], "capabilities": CAPS}
+        {
+            "type": "hello",
+            "protocol": 1,
+            "binary": {"path": "long-strings", "version": "0"},
+            "diagnostics": [],
+            "capabilities": CAPS,
+        }
     )
 )
 seq = 0
@@ -54,11 +71,15 @@ for raw in sys.stdin:
         send(f'{{"id":{rid},"error":{{"code":"busy","message":"{"m" * 6000}"}}}}')
     elif method == "stray":
         seq += 1
-        send(f'{{"type":"event","seq":{seq},"name":"output","extra":"{"q" * 6000}","data":{{"turn":"t1","text":"hi"}}}}')
+        send(
+            f'{{"type":"event","seq":{seq},"name":"output","extra":"{"q" * 6000}","data":{{"turn":"t1","text":"hi"}}}}'
+        )
         send(f'{{"id":{rid},"result":{{}}}}')
     elif method == "broken":
         seq += 1
-        send(f'{{"type":"event","seq":{seq},"name":"output","data":{{"turn":"t1","text":"{"v" * 3000}\u0007{"v" * 3000}"}}}}')
+        send(
+            f'{{"type":"event","seq":{seq},"name":"output","data":{{"turn":"t1","text":"{"v" * 3000}\u0007{"v" * 3000}"}}}}'
+        )
     elif method == "detach":
         send(f'{{"id":{rid},"result":{{}}}}')
         sys.exit(0)

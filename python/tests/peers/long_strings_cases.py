@@ -49,7 +49,9 @@ CASES: list[tuple[str, str]] = [
     ("a long key", "{" + text(big("q", 5000)) + ":1}"),
     (
         "numbers beside a long string",
-        '{"t":' + text(big("n", 5000)) + ',"float":1.0,"neg":-0.0,"small":1e-7,"int":12,"big":123456789012345678901234567890}',
+        '{"t":'
+        + text(big("n", 5000))
+        + ',"float":1.0,"neg":-0.0,"small":1e-7,"int":12,"big":123456789012345678901234567890}',
     ),
     ("1 MiB and more, ASCII", text(big("m", 1_200_000))),
     ("1 MiB and more, Latin-1", text(big("é", 2_200_000))),

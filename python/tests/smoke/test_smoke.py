@@ -9,9 +9,8 @@ import sys
 import anyio
 import pytest
 
-from koma_sdk import Client, KomaError, OutputEvent, Overflow
+from koma_sdk import Client, KomaError, Overflow
 from koma_sdk.sim import path as sim_path
-
 
 pytestmark = pytest.mark.anyio
 
@@ -217,6 +216,7 @@ def test_fork_child_makes_its_own_client(tmp_path):
         code = 1
         signal.alarm(20)  # the core's deadlines are its own: bound the child from outside
         try:
+
             async def child():
                 with pytest.raises(KomaError) as e:
                     await c.state()

@@ -15,12 +15,11 @@ async def usage(client: Client) -> str:
     text = ""
     async for item in client.events():
         if item.type == "overflow":
-            dropped: int = item.dropped
             continue
         if item.name == "output":
             text += item.data["text"]
         elif item.name == "turn_finished":
-            status: str = item.data["status"]
+            item.data["status"]
             break
     result: TurnResult = await client.run("fix", on_approval="allow")
     try:
