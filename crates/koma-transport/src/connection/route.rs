@@ -10,6 +10,7 @@ use super::completion::{Outcome, RawJson};
 use super::link::Link;
 use super::phase::Phase;
 use super::state::Shared;
+use super::trace_record::Traced;
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
@@ -245,7 +246,10 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
                         let len = e.data_json().len() + e.name.len() + 24;
                         turns.push_main(&mut stream.events, e.frame_bytes(), len, lifts, |out| e.write(seq, out));
                     } else {
-                        turns.deliver(&mut stream.events, Event::new(seq, e.name, e.frame_bytes(), e.data_json(), lifts));
+                        turns.deliver(
+                            &mut stream.events,
+                            Event::new(seq, e.name, e.frame_bytes(), e.data_json(), lifts),
+                        );
                     }
                     if stream.events.epoch() != epoch {
                         counters.set_epoch(stream.events.epoch());
@@ -272,6 +276,7 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
 /// calls made before it are checked and written, in call order.
 fn hello_arrived(link: &Link, s: &mut Shared, h: Arc<hello::Hello>) {
     s.session.hello = Some(h.clone());
+    link.note(s, || Traced::Hello { version: h.binary_version.clone() });
     if s.phase == Phase::Starting {
         s.phase = Phase::Ready;
     }
