@@ -133,6 +133,13 @@ def test_a_loop_that_ends_with_calls_in_flight_leaves_no_koma_once_collected(hom
     t.join()
     gc.collect()
     wait_gone([box["pid"]], "koma after its loop ended and its client was collected")
+    # The supervisor reaps koma when it sees the exit, on the core's thread,
+    # a moment after the death: nothing in this thread says when. Bounded.
+    import time
+
+    end = time.monotonic() + 30
+    while alive(box["pid"]) and time.monotonic() < end:
+        time.sleep(0.005)
     assert not alive(box["pid"]), "reaped, not a zombie"
     assert child_pids() == before
 
@@ -366,30 +373,10 @@ def test_multiprocessing_with_fork_a_client_in_the_child_works(home: Path, loop:
     assert out["child"] == {"status": "completed", "gone": True}, out
 
 
-# ---------------------------------------------------------------- tracing, environment, arguments
+# ---------------------------------------------------------------- environment, arguments
 
 
-def test_tracing_prints_every_frame_and_stderr_line_only_when_on(home: Path) -> None:
-    body = f"""
-import asyncio
-async def main():
-    c = Client(SIM, env={sim_env(home)!r}TRACE)
-    await c.create()
-    await c.state()
-    await c.close()
-asyncio.run(main())
-"""
-    on = run_python(body.replace("TRACE", ""), env={"KOMA_SDK_TRACE": "1"})
-    assert on.returncode == 0, on.stderr
-    assert re.search(r'<- \{"type":"hello"', on.stderr), on.stderr
-    assert re.search(r'-> \{"id":"\d+","method":"create","params":\{\}\}', on.stderr), on.stderr
-    assert re.search(r'-> \{"id":"\d+","method":"state","params":\{\}\}', on.stderr), on.stderr
-    assert re.search(r"stderr koma-sim: ", on.stderr), on.stderr
-    off = run_python(body.replace("TRACE", ""), env={"KOMA_SDK_TRACE": ""})
-    assert off.returncode == 0, off.stderr
-    assert '"method":"create"' not in off.stderr and "koma-sim: " not in off.stderr, off.stderr
-    option = run_python(body.replace("TRACE", ", trace=True"), env={"KOMA_SDK_TRACE": ""})
-    assert re.search(r'-> \{"id":"\d+","method":"create"', option.stderr), option.stderr
+# Tracing: test_logging.py (the trace goes to the package's loggers, never to fd 2 by itself).
 
 
 async def test_the_childs_environment_is_the_parents_plus_env_and_its_arguments_sdk_serve(
