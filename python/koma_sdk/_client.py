@@ -308,7 +308,8 @@ class Client:
                 else:
                     sink.set_result(value)
         turns = self._turns
-        for key, kind, *args in news:
+        for entry in news:
+            key, kind, args = entry[0], entry[1], entry[2:]
             turn = turns.pop(key, None) if kind == "ended" else turns.get(key)
             if turn is not None:
                 turn._news(kind, args)
