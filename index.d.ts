@@ -227,8 +227,11 @@ export interface ClientOptions {
    */
   env?: Record<string, string | undefined>
   /**
-   * Print every frame in both directions and every stderr line to this
-   * process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
+   * Print every frame in both directions, every stderr line and the notes
+   * of the client's life to this process's stderr (fd 2, from the native
+   * code), each line naming the client: `[koma-sdk pid 1234] -> {...}`.
+   * Also on when `KOMA_SDK_TRACE=1`. To route the trace yourself,
+   * subscribe to the `koma-sdk:trace` diagnostics channel instead.
    */
   trace?: boolean
   /**
@@ -535,6 +538,37 @@ export interface ToolResultEvent {
   seq: number
   name: 'tool_result'
   data: ToolResultData
+}
+
+/**
+ * A message of the `koma-sdk:trace` diagnostics channel: one thing a
+ * client's connection saw. Subscribe before making the client: a client
+ * made while nobody listens keeps no trace.
+ *
+ * ```ts
+ * diagnostics_channel.subscribe("koma-sdk:trace", (m) => {
+ *   const { pid, kind, text } = m as TraceMessage;
+ *   if (kind === "stderr") console.log(`koma ${pid}: ${text}`);
+ * });
+ * ```
+ */
+export interface TraceMessage {
+  /** The client (`undefined` once it was collected). */
+  client: Client | undefined
+  /** koma's process id (`null` before it started). */
+  pid: number | null
+  /**
+   * A frame, a whole line of koma's stderr, a note of the client's life,
+   * or how many records were dropped because they were not taken in time.
+   */
+  kind: 'frame' | 'stderr' | 'spawned' | 'hello' | 'detach' | 'exit' | 'failed' | 'closed' | 'dropped'
+  /** A frame's: written to koma, or read from it; `null` for the others. */
+  direction: 'written' | 'read' | null
+  /**
+   * The frame's text (escaped, cut at 4 KiB), the stderr line (escaped),
+   * or the note's sentence.
+   */
+  text: string
 }
 
 /**

@@ -4,8 +4,9 @@
 // adds what a generated loader cannot:
 //
 // - the package's JavaScript half (`lib/`: the loops over streams of
-//   events, and the Turn object) is handed to the addon, once per
-//   environment (the main thread's, each Worker's);
+//   events, the Turn object, and the trace's diagnostics channel) is handed
+//   to the addon, once per environment (the main thread's, each Worker's);
+// - `util.inspect(client)` shows its pid and phase;
 // - a missing addon fails with code `ERR_KOMA_SDK_NO_ADDON`, naming the
 //   platform package to install, with that package's load error as `cause`;
 // - a method called without its client (`const { state } = client;
@@ -49,12 +50,31 @@ function noAddon(error) {
 const { Client } = binding;
 const { KomaError, makeError, isKomaError, frameless } = require("./lib/errors.js");
 const { onAbort, offAbort } = require("./lib/signals.js");
+const { traceSubscribed, publishTrace } = require("./lib/trace.js");
 binding.__setGlue({
   clientStream: require("./lib/stream.js").clientStream,
   makeTurn: require("./lib/turn.js").makeTurn,
   makeError,
   onAbort,
   offAbort,
+  traceSubscribed,
+  publishTrace,
+});
+
+// `util.inspect(client)` (and console.log) shows koma's pid and where the
+// client is in its life: `Client { pid: 1234, phase: 'ready' }`. The phase
+// comes from the addon's `__phase` getter, taken off the prototype: it is
+// not part of the API.
+const phaseOf = Object.getOwnPropertyDescriptor(Client.prototype, "__phase").get;
+delete Client.prototype.__phase;
+Object.defineProperty(Client.prototype, Symbol.for("nodejs.util.inspect.custom"), {
+  value: function inspectClient(_depth, options, inspect) {
+    if (!(this instanceof Client)) return this; // Client.prototype itself: inspected as usual
+    const shown = { pid: this.pid, phase: phaseOf.call(this) };
+    return typeof inspect === "function" ? `Client ${inspect(shown, options)}` : `Client { pid: ${shown.pid}, phase: '${shown.phase}' }`;
+  },
+  writable: true,
+  configurable: true,
 });
 
 /** The error of a method called without its client. */

@@ -162,15 +162,21 @@ test("tracing prints every frame both ways and every stderr line, only when on",
   `;
   const on = runScript(script, { KOMA_SDK_TRACE: "1" });
   assert.equal(on.status, 0);
-  assert.match(on.stderr, /\[koma-sdk\] <- \{"type":"hello"/);
-  assert.match(on.stderr, /\[koma-sdk\] -> \{"id":"\d+","method":"create","params":\{\}\}/);
-  assert.match(on.stderr, /\[koma-sdk\] -> \{"id":"\d+","method":"state","params":\{\}\}/);
-  assert.match(on.stderr, /\[koma-sdk\] stderr koma-sim: /);
+  // Each line names the client: koma's pid once it started.
+  const pid = /\[koma-sdk pid (\d+)\] koma started, pid \1\n/.exec(on.stderr)?.[1];
+  assert.ok(pid, on.stderr);
+  const who = `\\[koma-sdk pid ${pid}\\]`;
+  assert.match(on.stderr, new RegExp(`${who} <- \\{"type":"hello"`));
+  assert.match(on.stderr, new RegExp(`${who} -> \\{"id":"\\d+","method":"create","params":\\{\\}\\}`));
+  assert.match(on.stderr, new RegExp(`${who} -> \\{"id":"\\d+","method":"state","params":\\{\\}\\}`));
+  assert.match(on.stderr, new RegExp(`${who} stderr koma-sim: `));
+  assert.match(on.stderr, new RegExp(`${who} koma exited with code 0\\n`));
+  assert.ok(on.stderr.endsWith(`[koma-sdk pid ${pid}] closed\n`), "close done is the last line");
   const off = runScript(script, { KOMA_SDK_TRACE: "" });
   assert.equal(off.status, 0);
-  assert.doesNotMatch(off.stderr, /\[koma-sdk\]/);
+  assert.doesNotMatch(off.stderr, /\[koma-sdk/);
   const option = runScript(script.replace("env: {", "trace: true, env: {"));
-  assert.match(option.stderr, /\[koma-sdk\] -> /);
+  assert.match(option.stderr, /\[koma-sdk pid \d+\] -> /);
 });
 
 test("the trace prints whole stderr lines, even one written in two pieces", {
@@ -188,9 +194,9 @@ test("the trace prints whole stderr lines, even one written in two pieces", {
     c.probe().then(() => c.close());
   `);
   assert.equal(r.status, 0, r.stderr);
-  const lines = r.stderr.split("\n").filter((l) => l.startsWith("[koma-sdk] stderr"));
-  assert.ok(lines.includes("[koma-sdk] stderr one line in two writes"), `trace lines: ${JSON.stringify(lines)}`);
-  assert.ok(!lines.includes("[koma-sdk] stderr one line in "), "no half line");
+  const lines = r.stderr.split("\n").flatMap((l) => /^\[koma-sdk pid \d+\] stderr (.*)$/.exec(l)?.[1] ?? []);
+  assert.ok(lines.includes("one line in two writes"), `trace lines: ${JSON.stringify(lines)}`);
+  assert.ok(!lines.includes("one line in "), "no half line");
 });
 
 test("the child's environment is the parent's plus `env`, and arguments are exactly sdk serve", { timeout: 30000 }, async (t) => {

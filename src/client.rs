@@ -9,7 +9,7 @@ use std::time::Duration;
 use koma_transport::child::LaunchOptions;
 use koma_transport::turns::Entry;
 use koma_transport::wording::{DurationUnit, Naming, Wording};
-use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe};
+use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe, TraceKinds};
 use napi::bindgen_prelude::{This, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -21,6 +21,7 @@ use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
 use crate::options::{call_options, client_options, duration, spawn_mode};
 use crate::stream;
+use crate::trace;
 use crate::turn;
 use crate::types::{CallOptions, ClientOptions};
 use crate::values::as_string;
@@ -28,7 +29,7 @@ use crate::values::as_string;
 /// How long the first call waits for hello unless `helloTimeout` says otherwise.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The label the core puts on traces and internal errors.
+/// The label the core puts on traces (`[koma-sdk pid 1234] -> ...`) and internal errors.
 const LABEL: &str = "koma-sdk";
 
 /// A client of one `koma sdk serve` child. Every method starts the child and
@@ -91,12 +92,18 @@ impl Client {
     #[napi(catch_unwind, constructor, ts_args_type = "options: ClientOptions")]
     pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js::new(env);
-        let options = client_options(js, options).and_then(connection_options).map_err(|e| throw(js, &e))?;
+        let mut options = client_options(js, options).and_then(connection_options).map_err(|e| throw(js, &e))?;
         let env_data = EnvData::of(js, on_wake)?;
+        // Records for the `koma-sdk:trace` channel are kept only if someone
+        // listens when the client is made: otherwise a frame costs one branch.
+        let traced = trace::subscribed(js, &env_data);
+        if traced {
+            options.trace_records = TraceKinds::ALL;
+        }
         // The connection wakes the JavaScript thread through the
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
-        let ctx = Ctx::new(Connection::new(options, waker), env_data, id);
+        let ctx = Ctx::new(Connection::new(options, waker), env_data, id, traced);
         ctx.remember_client(js, &this)?;
         register(&ctx);
         Ok(Client { ctx })
@@ -259,6 +266,13 @@ impl Client {
     #[napi(catch_unwind, getter, ts_return_type = "number | null")]
     pub fn pid(&self) -> Option<u32> {
         self.ctx.conn.pid()
+    }
+
+    /// Where the client is in its life, for `util.inspect` (`index.js`); not
+    /// part of the API (no typings).
+    #[napi(catch_unwind, getter, js_name = "__phase", skip_typescript)]
+    pub fn phase(&self) -> String {
+        self.ctx.conn.phase_name().to_owned()
     }
 
     /// Detach if it can (bounded), else end stdin, then SIGTERM, then SIGKILL,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use koma_transport::Connection;
-use napi::bindgen_prelude::Object;
+use napi::bindgen_prelude::{Object, Unknown};
 
 use crate::abort::AbortListener;
 use crate::env::EnvData;
@@ -54,12 +54,19 @@ pub struct Ctx {
     pub env: Rc<EnvData>,
     /// Its id among the process's clients (see `wake.rs`).
     pub id: u64,
+    /// Its connection keeps trace records for JavaScript (see `trace.rs`).
+    pub traced: bool,
     pub state: RefCell<JsState>,
 }
 
 impl Ctx {
-    pub fn new(conn: Connection, env: Rc<EnvData>, id: u64) -> Rc<Ctx> {
-        Rc::new(Ctx { conn, env, id, state: RefCell::new(JsState::default()) })
+    pub fn new(conn: Connection, env: Rc<EnvData>, id: u64, traced: bool) -> Rc<Ctx> {
+        Rc::new(Ctx { conn, env, id, traced, state: RefCell::new(JsState::default()) })
+    }
+
+    /// The Client's own object, unless it was collected.
+    pub fn client_object<'e>(&self, js: Js<'e>) -> Option<Unknown<'e>> {
+        self.state.borrow().client.as_ref().and_then(|c| c.value(js).ok())
     }
 
     /// Keep a weak reference to the Client's object (made strong while busy).

@@ -18,6 +18,7 @@ use crate::context::{Call, Ctx};
 use crate::env::EnvData;
 use crate::handles::{put_lifted, text, Deferred, Js};
 use crate::stream::pump;
+use crate::trace;
 use crate::turn::deliver as deliver_turn;
 
 thread_local! {
@@ -59,6 +60,10 @@ fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
         for ctx in ctxs {
             // Draining first re-arms the client's wake-up, whatever happens while delivering.
             let completions = ctx.conn.drain();
+            if ctx.traced {
+                // Published before the answers they show are settled.
+                trace::publish(ctx, js);
+            }
             #[cfg(feature = "testing")]
             if crate::testing::panic_on_wake() {
                 panic!("KOMA_SDK_TEST_PANIC=wake");

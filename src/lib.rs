@@ -7,6 +7,7 @@
 //! - `call.rs`: calls become promises;
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
 //! - `stream.rs`: the native side of the streams of events (`lib/stream.js`);
+//! - `trace.rs`: trace records published on the `koma-sdk:trace` channel (`lib/trace.js`);
 //! - `glue.rs`: where `index.js` registers the package's JavaScript half (`lib/`);
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
@@ -32,6 +33,7 @@ mod options;
 mod stream;
 #[cfg(feature = "testing")]
 mod testing;
+mod trace;
 mod turn;
 mod types;
 mod values;

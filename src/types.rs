@@ -24,8 +24,11 @@ pub struct ClientOptions {
     /// (`undefined` values are skipped, so `process.env` may be given).
     #[napi(ts_type = "Record<string, string | undefined>")]
     pub env: Option<HashMap<String, String>>,
-    /// Print every frame in both directions and every stderr line to this
-    /// process's stderr, prefixed `[koma-sdk]`. Also on when `KOMA_SDK_TRACE=1`.
+    /// Print every frame in both directions, every stderr line and the notes
+    /// of the client's life to this process's stderr (fd 2, from the native
+    /// code), each line naming the client: `[koma-sdk pid 1234] -> {...}`.
+    /// Also on when `KOMA_SDK_TRACE=1`. To route the trace yourself,
+    /// subscribe to the `koma-sdk:trace` diagnostics channel instead.
     pub trace: Option<bool>,
     /// Milliseconds the first call waits for koma's hello before the client
     /// fails with `transport_failure` (default 15000); `null`: no bound.
@@ -498,3 +501,32 @@ pub type KomaEvent = Either8<
 /// What `client.events()` yields. Narrow on `type`, then on `name`.
 #[napi]
 pub type EventItem = Either<KomaEvent, OverflowReport>;
+
+/// A message of the `koma-sdk:trace` diagnostics channel: one thing a
+/// client's connection saw. Subscribe before making the client: a client
+/// made while nobody listens keeps no trace.
+///
+/// ```ts
+/// diagnostics_channel.subscribe("koma-sdk:trace", (m) => {
+///   const { pid, kind, text } = m as TraceMessage;
+///   if (kind === "stderr") console.log(`koma ${pid}: ${text}`);
+/// });
+/// ```
+#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
+pub struct TraceMessage {
+    /// The client (`undefined` once it was collected).
+    #[napi(ts_type = "Client | undefined")]
+    pub client: String,
+    /// koma's process id (`null` before it started).
+    pub pid: Option<u32>,
+    /// A frame, a whole line of koma's stderr, a note of the client's life,
+    /// or how many records were dropped because they were not taken in time.
+    #[napi(ts_type = "'frame' | 'stderr' | 'spawned' | 'hello' | 'detach' | 'exit' | 'failed' | 'closed' | 'dropped'")]
+    pub kind: String,
+    /// A frame's: written to koma, or read from it; `null` for the others.
+    #[napi(ts_type = "'written' | 'read' | null")]
+    pub direction: String,
+    /// The frame's text (escaped, cut at 4 KiB), the stderr line (escaped),
+    /// or the note's sentence.
+    pub text: String,
+}

@@ -11,6 +11,7 @@ import {
   type ApprovalRequestedData,
   type InterruptResult,
   type RunOptions,
+  type TraceMessage,
 } from "../../index.js";
 
 const executable = process.env.KOMA_SIM ?? "koma";
@@ -76,6 +77,16 @@ async function main(): Promise<void> {
   const second = await streamed.result;
   console.log(JSON.stringify({ ok: true, caps: caps.length, status, finished, approvals, pieces, same: id === second.turn }));
 }
+
+// A subscriber of the `koma-sdk:trace` channel narrows a message on its kind.
+function onTrace(message: unknown): string {
+  const m = message as TraceMessage;
+  const client: Client | undefined = m.client;
+  const pid: number | null = m.pid;
+  const shown = m.kind === "frame" ? `${m.direction === "written" ? "->" : "<-"} ${m.text}` : `${m.kind}: ${m.text}`;
+  return `${client === undefined ? "collected " : ""}${pid ?? "-"} ${shown}`;
+}
+void onTrace;
 
 // What must not type-check.
 function wrong(client: Client, item: EventItem, caught: unknown, options: RunOptions): void {

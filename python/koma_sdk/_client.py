@@ -23,6 +23,7 @@ from ._args import params as _params
 from ._args import seconds as _seconds
 from ._errors import KomaError, invalid
 from ._lift import put_back
+from ._logging import frames_wanted, log_trace
 from ._native import NativeClient
 from ._stream import ClientStream, EventStream
 from ._turn import ApprovalPolicy, Turn, run
@@ -158,6 +159,10 @@ class Client:
 
     `env` is added to this process's environment for the child.
     `hello_timeout` (seconds, `None`: no bound) bounds the wait for hello.
+    `trace` logs every frame to the `koma_sdk.trace` logger at DEBUG (as
+    does `KOMA_SDK_TRACE=1`, or that logger enabled for DEBUG when the
+    client is made); koma's stderr lines go to `koma_sdk.stderr` and the
+    notes of the client's life to `koma_sdk` (see the README, "Logging").
     Bad arguments raise `KomaError` with code `invalid_params`."""
 
     def __init__(
@@ -175,7 +180,7 @@ class Client:
         if not isinstance(trace, bool):
             raise invalid("Client: `trace` must be a bool")
         hello = _seconds("`hello_timeout`", hello_timeout)
-        self._native = NativeClient(exe, cwd_bytes, env_list, trace, hello)
+        self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello)
         self._calls: dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
@@ -210,12 +215,18 @@ class Client:
         return bool(self._calls or self._turns or self._queue._waiting)
 
     def _deliver(self) -> None:
-        """One wake: settle every call it answered, then serve the events."""
+        """One wake: log its trace records, settle every call it answered,
+        then serve the events."""
         try:
-            tokens, joined, lifts, others, news = self._native.deliver()
+            tokens, joined, lifts, others, news, trace = self._native.deliver()
         except KomaError as e:
             self._fail_all(e)
             return
+        if trace:
+            try:
+                log_trace(trace)
+            except Exception:
+                pass  # a logging filter that raises must not fail the client's calls
         calls = self._calls
         if joined is not None:
             try:
@@ -243,10 +254,11 @@ class Client:
                 else:
                     sink.set_result(value)
         turns = self._turns
-        for key, kind, *args in news:
+        for item in news:
+            key, kind, args = item[0], item[1], item[2:]
             turn = turns.pop(key, None) if kind == "ended" else turns.get(key)
             if turn is not None:
-                turn._news(kind, tuple(args))
+                turn._news(kind, args)
         self._queue.woke()
 
     def _fail_all(self, error: KomaError) -> None:
@@ -455,4 +467,4 @@ class Client:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"<koma_sdk.Client pid={self.pid}>"
+        return f"<koma_sdk.Client pid={self.pid} phase={self._native.phase}>"

@@ -39,8 +39,18 @@ _TurnNews = (
     | tuple[int, Literal["ready"], None, None, None, None]
     | tuple[int, Literal["ended"], bytes, list[_LiftEntry], KomaError | None, str | None, str | None]
 )
-#: One wake: `(tokens, joined results, their lifts, (token, error or None, failed) of the rest, turn news)`.
-_Delivered = tuple[list[int], bytes | None, list[_LiftEntry], list[tuple[int, KomaError | None, bool]], list[_TurnNews]]
+#: A trace record: `(pid, kind, direction, text)`.
+_TraceRecord = tuple[int | None, str, str | None, str]
+#: One wake: `(tokens, joined results, their lifts, (token, error or None,
+#: failed) of the rest, turn news, trace records)`.
+_Delivered = tuple[
+    list[int],
+    bytes | None,
+    list[_LiftEntry],
+    list[tuple[int, KomaError | None, bool]],
+    list[_TurnNews],
+    list[_TraceRecord],
+]
 
 def init(error_factory: Callable[..., KomaError]) -> None: ...
 def census() -> tuple[int, int]: ...
@@ -84,6 +94,8 @@ class NativeClient:
     def stderr(self) -> str: ...
     @property
     def pid(self) -> int | None: ...
+    @property
+    def phase(self) -> str: ...
     def buffered(self) -> tuple[int, int]: ...
     def is_closed(self) -> bool: ...
     def kill_now(self) -> None: ...

@@ -19,6 +19,7 @@ use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, Turn
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
     Closing, Completion, Connection, ConnectionOptions, ErrorCode, EventCounters, KomaError, Outcome, Probe,
+    TraceKinds, TraceRecord,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -62,7 +63,10 @@ fn duration(seconds: Option<f64>) -> Result<Option<Duration>, KomaError> {
 
 #[pymethods]
 impl NativeClient {
-    /// Check the options and make the connection; nothing starts yet.
+    /// Check the options and make the connection; nothing starts yet. The
+    /// connection keeps its trace for the package's loggers: koma's stderr
+    /// lines and the notes of its life always, the frames if `trace` (or
+    /// `KOMA_SDK_TRACE`) asks; nothing is printed.
     #[new]
     #[pyo3(signature = (executable, cwd, env, trace, hello_timeout))]
     fn new(
@@ -93,7 +97,8 @@ impl NativeClient {
             #[allow(clippy::needless_update)]
             let options = ConnectionOptions {
                 launch,
-                trace: trace || env_trace,
+                trace: false,
+                trace_records: TraceKinds { frames: trace || env_trace, ..TraceKinds::ALL },
                 label: "koma_sdk".into(),
                 hello_timeout,
                 wording: Wording { naming: Naming::Snake, durations: DurationUnit::Seconds },
@@ -162,19 +167,22 @@ impl NativeClient {
         guarded(py, "closing", || Ok(!matches!(self.conn.close(token), Closing::Wait)))
     }
 
-    /// Everything one wake brought: `(tokens, joined, lifts, others, news)`.
-    /// The results of `tokens` are the items of `joined`, one JSON array for
-    /// one `json.loads`, whose long strings go back at `lifts`
+    /// Everything one wake brought: `(tokens, joined, lifts, others, news,
+    /// trace)`. The results of `tokens` are the items of `joined`, one JSON
+    /// array for one `json.loads`, whose long strings go back at `lifts`
     /// (`(index, *path, text)`); `others` are `(token, value, failed)`: an
     /// error, or `None` for a call done with nothing (`close`, a turn's
     /// interrupt); `news` are `(key, kind, a, b, c, d)` of turns (see
-    /// `turn_news`).
+    /// `turn_news`); `trace` the trace records, `(pid, kind, direction,
+    /// line)` (see `trace_tuple`).
     fn deliver<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         guarded(py, "delivering results", || {
             // Readiness first: a wake after this point makes it readable again.
             self.wake.reset();
             let completions = self.conn.drain();
-            deliver(py, completions)
+            // After the drain, in the same wake (see `Connection::take_trace`).
+            let trace = self.conn.take_trace();
+            deliver(py, completions, trace)
         })
     }
 
@@ -351,6 +359,13 @@ impl NativeClient {
         guarded(py, "reading the buffer", || Ok(self.conn.buffered()))
     }
 
+    /// Where the client is in its life (for its repr): `not_started`,
+    /// `starting`, `ready`, `failed`, `ended`, `closing` or `closed`.
+    #[getter]
+    fn phase(&self, py: Python<'_>) -> PyResult<&'static str> {
+        guarded(py, "reading the phase", || Ok(self.conn.phase_name()))
+    }
+
     /// Whether `close()` is done (for tests).
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
         guarded(py, "reading the phase", || Ok(self.conn.is_closed()))
@@ -376,8 +391,12 @@ impl NativeClient {
     }
 }
 
-/// The Python values of one wake's completions.
-fn deliver<'py>(py: Python<'py>, completions: Vec<Completion>) -> PyResult<Bound<'py, PyTuple>> {
+/// The Python values of one wake's completions and trace records.
+fn deliver<'py>(
+    py: Python<'py>,
+    completions: Vec<Completion>,
+    trace: Vec<TraceRecord>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let mut tokens: Vec<u64> = Vec::new();
     let mut joined: Vec<u8> = Vec::new();
     let mut lifts: Vec<Bound<'py, PyTuple>> = Vec::new();
@@ -409,7 +428,20 @@ fn deliver<'py>(py: Python<'py>, completions: Vec<Completion>) -> PyResult<Bound
         joined.push(b']');
         PyBytes::new(py, &joined).into_any()
     };
-    (tokens, joined, PyList::new(py, lifts)?, PyList::new(py, others)?, PyList::new(py, news)?).into_pyobject(py)
+    let mut records = Vec::with_capacity(trace.len());
+    for r in &trace {
+        records.push(trace_tuple(py, r)?);
+    }
+    let lists = (PyList::new(py, lifts)?, PyList::new(py, others)?, PyList::new(py, news)?, PyList::new(py, records)?);
+    (tokens, joined, lists.0, lists.1, lists.2, lists.3).into_pyobject(py)
+}
+
+/// A trace record as `(pid or None, kind, direction or None, line)`: its
+/// kind (`frame`, `stderr`, `spawned`, `hello`, `detach`, `exit`, `failed`,
+/// `closed`, `dropped`), a frame's direction (`written` or `read`), and the
+/// record as one line naming the client (`[koma_sdk pid 1234] -> {...}`).
+fn trace_tuple<'py>(py: Python<'py>, r: &TraceRecord) -> PyResult<Bound<'py, PyTuple>> {
+    (r.pid, r.kind(), r.direction().map(|d| d.name()), r.line()).into_pyobject(py)
 }
 
 /// A turn's news as `(key, kind, a, b, c, d)`: `("id", id)`, `("approval",

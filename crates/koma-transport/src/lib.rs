@@ -42,7 +42,10 @@ mod tid;
 pub mod turns;
 pub mod wording;
 
-pub use connection::{Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, Waker};
+pub use connection::{
+    Closing, Completion, Connection, ConnectionOptions, EventCounters, Outcome, Probe, TraceKinds, TraceRecord, Traced,
+    Waker,
+};
 pub use error::{ErrorCode, KomaError, RemoteError};
 pub use limits::{
     MAX_BUFFERED_EVENTS, MAX_BUFFERED_EVENT_BYTES, MAX_FRAME_BYTES, MAX_PENDING, PROTOCOL_VERSION, STDERR_KEEP_BYTES,

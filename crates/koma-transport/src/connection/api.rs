@@ -19,6 +19,7 @@ use super::signals::Stop;
 use super::state::{Scope, Shared};
 use super::supervise;
 use super::timers::{expire_after, expire_turn_after};
+use super::trace_record::{TraceRecord, Traced};
 use super::waker::Waker;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{End, Take};
@@ -87,6 +88,9 @@ impl Connection {
         if let Some(d) = timeout {
             expire_after(&self.link, &mut s, token, d);
         }
+        // The frame written, for a host that takes the trace: seen now,
+        // not only once the answer comes (it may never come).
+        self.link.wake_for_trace(s);
         Ok(())
     }
 
@@ -136,6 +140,29 @@ impl Connection {
         self.link.drained.notify_one();
         crate::runtime::settle(); // a close among them: the I/O threads it ended are gone
         completions
+    }
+
+    /// The trace records waiting for the host (the kinds
+    /// `ConnectionOptions::trace_records` names), oldest first, with a
+    /// report of the records dropped, if any, first. They come with the
+    /// wakes, as completions do: call it after `drain()` in the same wake
+    /// (a record queued after this call and before `drain()` would wait for
+    /// the next wake).
+    pub fn take_trace(&self) -> Vec<TraceRecord> {
+        if self.link.foreign().is_some() {
+            return Vec::new();
+        }
+        self.link.lock().outbox.trace.take()
+    }
+
+    /// Where the connection is in its life, for diagnostics: `not_started`,
+    /// `starting`, `ready`, `failed`, `ended`, `closing` or `closed`
+    /// (`closed` after a fork: nothing of it is open in this process).
+    pub fn phase_name(&self) -> &'static str {
+        if self.link.foreign().is_some() {
+            return "closed";
+        }
+        self.link.lock().phase.name()
     }
 
     /// Take what is waiting in the event buffer. If nothing is, and `wait`,
@@ -253,6 +280,7 @@ impl Connection {
             Phase::Closed => return Closing::Done,
             Phase::NotStarted => {
                 s.phase = Phase::Closed;
+                self.link.note(&mut s, || Traced::Closed);
                 s.stream.events.end(End::Finished);
                 self.link.wake_if_needed(s);
                 return Closing::Done;
@@ -280,6 +308,7 @@ impl Connection {
                 s.session.lifecycle = Lifecycle::Detached;
                 if s.calls.pending.insert(t, "detach").is_ok() {
                     s.session.close_detach = Some(t);
+                    self.link.note(&mut s, || Traced::Detach { by_close: true });
                     self.link.write(&mut s, t, line);
                     stop = Stop::AfterDetach;
                 }

@@ -17,6 +17,7 @@ use super::request_line::request_line;
 use super::signals::{Signals, Stop};
 use super::state::{Queued, Scope, Shared};
 use super::trace::Trace;
+use super::trace_record::{Direction, Traced};
 use super::waker::Waker;
 use crate::child::{LaunchError, Spawner};
 use crate::error::{ErrorCode, KomaError};
@@ -28,7 +29,7 @@ pub(super) struct Link {
     shared: Mutex<Shared>,
     waker: Box<dyn Waker>,
     pub options: ConnectionOptions,
-    pub trace: Option<Trace>,
+    pub trace: Trace,
     pub signals: Signals,
     /// Signalled when the host drains: the reader, having woken the host's
     /// thread, reads on only once that wake was taken, so answers that
@@ -168,6 +169,7 @@ impl Link {
         s.session.lifecycle.advance(method);
         if method == "detach" {
             s.session.detach_token = Some(token);
+            self.note(s, || Traced::Detach { by_close: false });
         }
         self.write(s, token, line);
         Ok(())
@@ -175,8 +177,10 @@ impl Link {
 
     /// Write (or queue) a request already registered as pending.
     pub fn write(&self, s: &mut Shared, token: u64, line: Vec<u8>) {
-        if let Some(t) = &self.trace {
-            t.frame("->", &line[..line.len() - 1]);
+        if self.trace.frames() {
+            if let Some(r) = self.trace.frame(Direction::Written, &line[..line.len() - 1]) {
+                s.outbox.trace.push(r);
+            }
         }
         let Shared { stdin, calls, .. } = s;
         stdin.write_or_queue(&mut calls.pending, token, line);
@@ -200,6 +204,7 @@ impl Link {
             return;
         }
         s.phase = Phase::Failed(err.clone());
+        self.note(&mut s, || Traced::Failed(err.clone()));
         let unknown = |m: &str| {
             KomaError::new(
                 ErrorCode::DeliveryUnknown,
@@ -226,24 +231,46 @@ impl Link {
     pub fn finish_close(&self, s: &mut Shared) {
         s.wind_up("the client was closed before its answer", "the client was closed before the turn finished");
         s.phase = Phase::Closed;
+        self.note(s, || Traced::Closed);
         for t in std::mem::take(&mut s.calls.close_waiters) {
             s.complete(t, Outcome::Done);
         }
         s.calls.timers.clear(); // cancelled as they drop
     }
 
-    /// After a lock section that may have queued completions or events, or
-    /// given the turn layer something to do.
+    /// Queue a note of the connection's life for the host (and print it),
+    /// if notes are traced; the caller wakes the host.
+    pub fn note(&self, s: &mut Shared, what: impl FnOnce() -> Traced) {
+        if let Some(r) = self.trace.note(what) {
+            s.outbox.trace.push(r);
+        }
+    }
+
+    /// After a lock section that may have queued completions, events or
+    /// trace records, or given the turn layer something to do.
     pub fn wake_if_needed(&self, mut s: MutexGuard<'_, Shared>) {
         self.run_turns(&mut s);
         let ready = !s.outbox.completions.is_empty()
+            || !s.outbox.trace.is_empty()
             || (s.stream.wanted && s.stream.events.main.is_ready())
             || s.turns.needs_host();
         if ready && !s.outbox.wake_scheduled {
-            s.outbox.wake_scheduled = true;
-            drop(s);
-            self.waker.wake();
+            self.wake(s);
         }
+    }
+
+    /// After a call of the host that may have queued trace records (a frame
+    /// written) and nothing else for it: wake it for them.
+    pub fn wake_for_trace(&self, s: MutexGuard<'_, Shared>) {
+        if !s.outbox.trace.is_empty() && !s.outbox.wake_scheduled {
+            self.wake(s);
+        }
+    }
+
+    fn wake(&self, mut s: MutexGuard<'_, Shared>) {
+        s.outbox.wake_scheduled = true;
+        drop(s);
+        self.waker.wake();
     }
 }
 

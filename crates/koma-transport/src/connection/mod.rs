@@ -10,6 +10,9 @@
 //! - `writer.rs`: the writer task (stdin, in order, what could not be written
 //!   directly); `drain.rs`: the stderr drain (whole lines for the trace:
 //!   `stderr_lines.rs`); `timers.rs`: the calls' deadlines;
+//! - `trace.rs`: what the connection shows of what it sees, as records
+//!   (`trace_record.rs`) printed to stderr or queued for the host, bounded
+//!   (`trace_queue.rs`), and taken with the wakes;
 //! - `link.rs`: what every actor holds: the state behind one mutex
 //!   (`state.rs`, grouped by concern, with `phase.rs`, `stdin.rs` and
 //!   `deadline.rs`), the tasks' signals (`signals.rs`), the trace, the lease
@@ -18,9 +21,10 @@
 //! - the nouns of the API: options, completions, the waker, the event
 //!   counters, the census.
 //!
-//! Everything that completes later is queued as a [`Completion`] and the
-//! [`Waker`] is called once per batch, so the host's thread wakes once for
-//! many answers and events.
+//! Everything that completes later is queued as a [`Completion`] (and what
+//! the trace keeps for the host as a [`TraceRecord`]) and the [`Waker`] is
+//! called once per batch, so the host's thread wakes once for many answers
+//! and events.
 
 mod api;
 mod census;
@@ -41,6 +45,8 @@ mod stdin;
 mod supervise;
 mod timers;
 mod trace;
+mod trace_queue;
+mod trace_record;
 mod waker;
 mod writer;
 
@@ -48,9 +54,11 @@ pub use api::{Closing, Connection, Probe};
 pub use census::{census, Census};
 pub use completion::{Completion, Outcome, RawJson};
 pub use counters::EventCounters;
-pub use options::ConnectionOptions;
 #[cfg(feature = "testing")]
 pub use options::Faults;
+pub use options::{ConnectionOptions, TraceKinds};
 pub use route::{batch_data_index, BATCH_STRIDE};
 pub use supervise::{DETACH_GRACE, EXIT_EOF_GRACE, LAST_WORDS_GRACE, STOP_GRACE};
+pub use trace_queue::{TRACE_KEPT_BYTES, TRACE_KEPT_RECORDS};
+pub use trace_record::{Direction, TraceRecord, Traced};
 pub use waker::Waker;

@@ -8,10 +8,16 @@ use crate::wording::Wording;
 #[derive(Clone, Debug, Default)]
 pub struct ConnectionOptions {
     pub launch: LaunchOptions,
-    /// Print every frame in both directions and every stderr line to this process's stderr.
+    /// Print the trace to this process's stderr (fd 2), from the I/O
+    /// threads: every frame in both directions, every whole line of koma's
+    /// stderr, and the notes of the connection's life.
     pub trace: bool,
-    /// How the host names this client in traces: each trace line starts with
-    /// `[label]`. Empty: `koma-transport`.
+    /// The trace records queued for the host, which takes them with
+    /// `Connection::take_trace` when it is woken (none by default).
+    pub trace_records: TraceKinds,
+    /// How the host names this client in traces: each printed line starts
+    /// with `[label]`, or `[label pid N]` once the child is started, and
+    /// every record carries it. Empty: `koma-transport`.
     pub label: String,
     /// How long a started child has to send hello before the client fails
     /// (`None`: no bound).
@@ -21,6 +27,24 @@ pub struct ConnectionOptions {
     /// Faults to inject, for tests.
     #[cfg(feature = "testing")]
     pub faults: Faults,
+}
+
+/// Which trace records are queued for the host. Frames cost a record each
+/// (one branch per frame when off); stderr lines and notes are few.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceKinds {
+    /// Every frame written and read.
+    pub frames: bool,
+    /// Every whole line of koma's stderr.
+    pub stderr: bool,
+    /// The notes of the connection's life: spawned, hello checked, detach,
+    /// exit, failure, close done.
+    pub notes: bool,
+}
+
+impl TraceKinds {
+    pub const NONE: TraceKinds = TraceKinds { frames: false, stderr: false, notes: false };
+    pub const ALL: TraceKinds = TraceKinds { frames: true, stderr: true, notes: true };
 }
 
 impl ConnectionOptions {

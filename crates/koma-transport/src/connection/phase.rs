@@ -42,6 +42,20 @@ impl Phase {
         }
     }
 
+    /// Its name, for diagnostics: `not_started`, `starting`, `ready`,
+    /// `failed`, `ended`, `closing` or `closed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Phase::NotStarted => "not_started",
+            Phase::Starting => "starting",
+            Phase::Ready => "ready",
+            Phase::Failed(_) => "failed",
+            Phase::Ended => "ended",
+            Phase::Closing => "closing",
+            Phase::Closed => "closed",
+        }
+    }
+
     /// Calls made now wait for hello (they are queued, not written).
     pub fn awaits_hello(&self) -> bool {
         matches!(self, Phase::NotStarted | Phase::Starting)

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::link::Link;
 use super::route::{apply, route, Routed};
+use super::trace_record::{Direction, TraceRecord};
 use crate::error::{ErrorCode, KomaError};
 use crate::frame::{LineSplitter, Violation};
 use crate::lifecycle::Lifecycle;
@@ -52,7 +53,8 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
     let mut splitter = LineSplitter::new();
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
-    let trace = link.trace.as_ref();
+    let trace = link.trace.frames().then_some(&link.trace);
+    let mut traced: Vec<TraceRecord> = Vec::new();
     let panic_on_frame = link.options.panics_in_reader();
     // Until the first line is whole, reading waits for hello at most this long.
     let mut hello_deadline = link.options.hello_timeout.map(|d| (Instant::now() + d, d));
@@ -98,7 +100,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
             let mut frames = Vec::with_capacity(APPLY_GROUP);
             for line in lines.by_ref().take(APPLY_GROUP) {
                 if let Some(t) = trace {
-                    t.frame("<-", line.bytes());
+                    traced.extend(t.frame(Direction::Read, line.bytes()));
                 }
                 if panic_on_frame {
                     panic!("a fault a test asked for: a panic in the reader");
@@ -108,6 +110,14 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
                 frames.push(r);
                 if violation {
                     break;
+                }
+            }
+            if !traced.is_empty() {
+                // Queued before the frames are applied (which wakes the host),
+                // so they come before the records of what they cause.
+                let mut s = link.lock();
+                for r in traced.drain(..) {
+                    s.outbox.trace.push(r);
                 }
             }
             wait_for_room(&link, &frames).await;

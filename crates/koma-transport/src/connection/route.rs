@@ -10,6 +10,7 @@ use super::completion::{Outcome, RawJson};
 use super::link::Link;
 use super::phase::Phase;
 use super::state::Shared;
+use super::trace_record::Traced;
 use crate::error::{ErrorCode, KomaError, RemoteError};
 use crate::frame::{classify, Frame, Line, ResponseBody, Violation};
 use crate::hello;
@@ -276,6 +277,7 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
 /// calls made before it are checked and written, in call order.
 fn hello_arrived(link: &Link, s: &mut Shared, h: Arc<hello::Hello>) {
     s.session.hello = Some(h.clone());
+    link.note(s, || Traced::Hello { version: h.binary_version.clone() });
     if s.phase == Phase::Starting {
         s.phase = Phase::Ready;
     }

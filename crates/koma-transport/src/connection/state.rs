@@ -7,6 +7,7 @@ use super::completion::{Completion, Outcome};
 use super::deadline::Deadline;
 use super::phase::{closed_error, Phase};
 use super::stdin::Stdin;
+use super::trace_queue::TraceQueue;
 use crate::child::Process;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{End, EventBuffer};
@@ -51,10 +52,11 @@ pub(super) struct Queued {
     pub line: Vec<u8>,
 }
 
-/// Completions ready for the host, and whether a wake is already due.
+/// Completions and trace records ready for the host, and whether a wake is already due.
 #[derive(Default)]
 pub(super) struct Outbox {
     pub completions: Vec<Completion>,
+    pub trace: TraceQueue,
     pub wake_scheduled: bool,
 }
 

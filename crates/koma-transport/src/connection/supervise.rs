@@ -21,6 +21,7 @@ use super::phase::Phase;
 use super::reader::{read_stdout, ReadEnd};
 use super::signals::Stop;
 use super::stdin::WriterMsg;
+use super::trace_record::Traced;
 use super::writer::{write_stdin, WriteEnd};
 use crate::child::{self, ExitInfo, LaunchError, Process, Spawned, Spawner};
 use crate::error::{ErrorCode, KomaError};
@@ -100,11 +101,14 @@ async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();
+    link.trace.set_pid(process.pid());
     {
         let mut s = link.lock();
         s.child.process = Some(process.clone());
         s.stdin.writer = Some(tx);
         s.stdin.fd = Some(stdin.as_raw_fd());
+        link.note(&mut s, || Traced::Spawned);
+        link.wake_if_needed(s);
     }
     // The client object may already be gone.
     if *link.signals.stop.borrow() == Some(Stop::Kill) {
@@ -222,6 +226,8 @@ fn exited(link: &Link, info: ExitInfo) {
         let mut s = link.lock();
         s.stdin.fd = None;
         s.stdin.writer = None; // the writer task ends, and closes stdin
+        link.note(&mut s, || Traced::Exit(info.describe()));
+        link.wake_if_needed(s);
     }
     link.signals.exit.send_replace(Some(info));
 }

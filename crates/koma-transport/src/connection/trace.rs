@@ -1,45 +1,98 @@
-//! The trace: with `trace` on, every frame in both directions and every
-//! stderr line is printed to this process's stderr, each line starting with
-//! `[label]` (see [`super::options::ConnectionOptions::label`]).
+//! The trace: what a connection shows of what it sees (frames both ways,
+//! whole lines of koma's stderr, notes of its life), as [`TraceRecord`]s.
+//! `trace` prints each to this process's stderr from the thread that saw it;
+//! `trace_records` keeps the kinds it names for the host, which the caller
+//! queues (under the connection's lock: `TraceQueue`). Off, a frame costs
+//! one branch.
 
-use super::options::ConnectionOptions;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use super::options::{ConnectionOptions, TraceKinds};
+use super::trace_record::{Direction, TraceRecord, Traced};
 use crate::quote::escape_text;
 
-/// The most bytes of a frame printed; a longer one is cut, with its size.
+/// The most bytes of a frame shown; a longer one is cut, with its size.
 const FRAME_SHOWN: usize = 4096;
 
 pub(super) struct Trace {
-    /// `[label]`.
-    prefix: String,
+    /// Print to this process's stderr.
+    print: bool,
+    /// What the host gets.
+    kinds: TraceKinds,
+    /// Frames are traced (printed, kept, or both).
+    frames: bool,
+    label: Arc<str>,
+    /// The child's pid once started (0 before).
+    pid: AtomicU32,
 }
 
 impl Trace {
-    /// The connection's trace, if it has one.
-    pub fn new(options: &ConnectionOptions) -> Option<Trace> {
+    pub fn new(options: &ConnectionOptions) -> Trace {
         let label = if options.label.is_empty() { "koma-transport" } else { options.label.as_str() };
-        options.trace.then(|| Trace { prefix: format!("[{}]", escape_text(label, false)) })
+        let kinds = options.trace_records;
+        Trace {
+            print: options.trace,
+            kinds,
+            frames: options.trace || kinds.frames,
+            label: escape_text(label, false).into(),
+            pid: AtomicU32::new(0),
+        }
     }
 
-    /// A frame read (`<-`) or written (`->`), without its line terminator.
-    pub fn frame(&self, dir: &str, bytes: &[u8]) {
-        eprintln!("{}", self.frame_line(dir, bytes));
+    /// Frames are traced: the one branch per frame when the trace is off.
+    #[inline]
+    pub fn frames(&self) -> bool {
+        self.frames
     }
 
-    /// One whole line of koma's stderr.
-    pub fn stderr_line(&self, line: &[u8]) {
-        eprintln!("{}", self.stderr_text(line));
+    /// Whole stderr lines are traced.
+    pub fn stderr_lines(&self) -> bool {
+        self.print || self.kinds.stderr
     }
 
-    /// At most [`FRAME_SHOWN`] bytes of a frame, escaped, and its size if cut.
-    fn frame_line(&self, dir: &str, bytes: &[u8]) -> String {
+    /// Notes are traced.
+    pub fn notes(&self) -> bool {
+        self.print || self.kinds.notes
+    }
+
+    /// The child was started: later records name it by its pid.
+    pub fn set_pid(&self, pid: u32) {
+        self.pid.store(pid, Ordering::Relaxed);
+    }
+
+    /// A frame written or read (without its line terminator): printed if
+    /// asked, and the record for the host if it wants frames.
+    pub fn frame(&self, direction: Direction, bytes: &[u8]) -> Option<TraceRecord> {
         let shown = &bytes[..bytes.len().min(FRAME_SHOWN)];
-        let more = if bytes.len() > shown.len() { format!(" … ({} bytes)", bytes.len()) } else { String::new() };
-        format!("{} {dir} {}{more}", self.prefix, escape_text(&String::from_utf8_lossy(shown), false))
+        let mut text = escape_text(&String::from_utf8_lossy(shown), false);
+        if bytes.len() > shown.len() {
+            text.push_str(&format!(" … ({} bytes)", bytes.len()));
+        }
+        self.emit(self.kinds.frames, Traced::Frame { direction, text })
     }
 
-    /// A stderr line, escaped (invalid UTF-8 shows as U+FFFD).
-    fn stderr_text(&self, line: &[u8]) -> String {
-        format!("{} stderr {}", self.prefix, escape_text(&String::from_utf8_lossy(line), false))
+    /// One whole line of koma's stderr (invalid UTF-8 shows as U+FFFD).
+    pub fn stderr_line(&self, line: &[u8]) -> Option<TraceRecord> {
+        self.emit(self.kinds.stderr, Traced::Stderr(escape_text(&String::from_utf8_lossy(line), false)))
+    }
+
+    /// A note of the connection's life (made only if notes are traced).
+    pub fn note(&self, what: impl FnOnce() -> Traced) -> Option<TraceRecord> {
+        if !self.notes() {
+            return None;
+        }
+        self.emit(self.kinds.notes, what())
+    }
+
+    /// Print the record if asked; give it back if the host keeps this kind.
+    fn emit(&self, keep: bool, what: Traced) -> Option<TraceRecord> {
+        let pid = self.pid.load(Ordering::Relaxed);
+        let record = TraceRecord { label: self.label.clone(), pid: (pid != 0).then_some(pid), what };
+        if self.print {
+            eprintln!("{}", record.line());
+        }
+        keep.then_some(record)
     }
 }
 
@@ -47,22 +100,40 @@ impl Trace {
 mod tests {
     use super::*;
 
-    fn trace(label: &str) -> Trace {
-        Trace::new(&ConnectionOptions { trace: true, label: label.into(), ..Default::default() }).expect("on")
+    fn trace(label: &str, kinds: TraceKinds) -> Trace {
+        Trace::new(&ConnectionOptions { trace_records: kinds, label: label.into(), ..Default::default() })
     }
 
     #[test]
-    fn lines_start_with_the_label() {
-        assert!(Trace::new(&ConnectionOptions::default()).is_none(), "off unless asked for");
-        assert_eq!(trace("").frame_line("->", b"{}"), "[koma-transport] -> {}");
-        assert_eq!(trace("my-host").stderr_text(b"hi"), "[my-host] stderr hi");
+    fn off_unless_asked_for() {
+        let off = trace("", TraceKinds::NONE);
+        assert!(!off.frames() && !off.stderr_lines() && !off.notes());
+        assert!(off.note(|| unreachable!("not made when off")).is_none());
+        let printing = Trace::new(&ConnectionOptions { trace: true, ..Default::default() });
+        assert!(printing.frames() && printing.stderr_lines() && printing.notes());
+        assert!(printing.frame(Direction::Written, b"{}").is_none(), "printed, not kept");
     }
 
     #[test]
-    fn what_koma_wrote_is_escaped() {
-        let t = trace("x");
-        assert_eq!(t.stderr_text(b"bad \xFF \x1b[2J"), "[x] stderr bad \u{fffd} \\u{1b}[2J");
+    fn records_name_the_client_and_its_pid_once_known() {
+        let t = trace("", TraceKinds::ALL);
+        let before = t.frame(Direction::Written, b"{}").expect("kept");
+        assert_eq!(before.line(), "[koma-transport] -> {}");
+        t.set_pid(1234);
+        assert_eq!(trace("my-host", TraceKinds::ALL).stderr_line(b"hi").unwrap().line(), "[my-host] stderr hi");
+        let after = t.note(|| Traced::Spawned).expect("kept");
+        assert_eq!(after.line(), "[koma-transport pid 1234] koma started, pid 1234");
+        let only_notes = trace("x", TraceKinds { notes: true, ..TraceKinds::NONE });
+        assert!(!only_notes.frames() && only_notes.frame(Direction::Read, b"{}").is_none());
+    }
+
+    #[test]
+    fn what_koma_wrote_is_escaped_and_a_long_frame_cut() {
+        let t = trace("x", TraceKinds::ALL);
+        assert_eq!(t.stderr_line(b"bad \xFF \x1b[2J").unwrap().text(), "bad \u{fffd} \\u{1b}[2J");
         let long = vec![b'a'; FRAME_SHOWN + 1];
-        assert!(t.frame_line("<-", &long).ends_with(&format!("a … ({} bytes)", FRAME_SHOWN + 1)));
+        let r = t.frame(Direction::Read, &long).unwrap();
+        assert!(r.line().starts_with("[x] <- aaa"));
+        assert!(r.text().ends_with(&format!("a … ({} bytes)", FRAME_SHOWN + 1)));
     }
 }
