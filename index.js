@@ -129,22 +129,23 @@ function guard(key, name) {
     }[name],
   );
 }
-for (const name of [
-  "probe",
-  "create",
-  "resume",
-  "state",
-  "submit",
-  "enqueue",
-  "interrupt",
-  "interruptAndSubmit",
-  "approve",
-  "configure",
-  "detach",
-  "request",
-  "close",
-  "run",
-]) {
+// The protocol's methods (lib/methods.js, generated from surface/protocol.json):
+// each is the addon's request() of its wire name, its params checked by the core.
+const protocolMethods = require("./lib/methods.js");
+const request = Client.prototype.request;
+for (const [name, wire, takesParams] of protocolMethods) {
+  define(
+    name,
+    takesParams
+      ? function (params, options) {
+          return request.call(this, wire, params, options);
+        }
+      : function (options) {
+          return request.call(this, wire, undefined, options);
+        },
+  );
+}
+for (const name of ["probe", ...protocolMethods.map(([name]) => name), "request", "close", "run"]) {
   wrapAsync(name, name);
 }
 for (const name of ["turn", "events"]) guard(name, name);

@@ -1,5 +1,5 @@
 // The client against every fault switch of koma-sim (crates/koma-sim/README.md),
-// checked against the contract in shared/koma-protocol.md (parts A, B, C).
+// checked against docs/protocol.md (Lines, Hello, Events, Failure, Error codes).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

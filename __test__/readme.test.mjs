@@ -103,9 +103,43 @@ test("no URL, issue number or path outside the package in the README, docs/, the
   for (const [name, text] of texts) {
     assert.doesNotMatch(text, /\bhttps?:\/\//, `${name}: a URL`);
     assert.doesNotMatch(text, /\b[Ii]ssues? #?\d+|(?<![\w&])#\d+\b/, `${name}: an issue number`);
-    assert.doesNotMatch(text, /\.\.\/shared|koma-protocol\.md/, `${name}: a file outside the repository`);
+    assert.doesNotMatch(text, /\.\.\/shared|koma-protocol\.md/, `${name}: a file outside the repository`); // citation-check: the pattern
   }
   assert.doesNotMatch(help.stdout, /README/, "koma-sim's help stands alone");
+});
+
+test("no comment or doc cites the protocol by a file outside the repository: they cite docs/protocol.md's sections", () => {
+  const files = spawnSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" }).stdout.split("\0").filter(Boolean);
+  assert.ok(files.length > 100, "git ls-files lists the repository");
+  // Section numbers and parts of an outside file, or the file itself (citation-check: the pattern).
+  const outside = /\b[A-D]\.\d{1,2}\b(?!\.\d)|\bparts? [A-D]\b|\bthe protocol file\b|koma-protocol|\.\.\/shared\//; // citation-check: the pattern
+  const text = /\.(rs|js|mjs|cjs|ts|mts|py|pyi|md|toml|json|sh)$|(^|\/)run$/;
+  const cited = [];
+  for (const file of files) {
+    if (!text.test(file) || file.endsWith("package-lock.json") || !existsSync(join(root, file))) continue;
+    readFileSync(join(root, file), "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        if (outside.test(line) && !line.includes("citation-check: the pattern")) cited.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(cited, [], "cite docs/protocol.md by its section names instead");
+  // The sections cited exist.
+  const sections = new Set([...read("docs/protocol.md").matchAll(/^## (.+)$/gm)].map((m) => m[1]));
+  for (const name of [
+    "The child",
+    "Lines",
+    "stderr",
+    "Hello",
+    "Requests and responses",
+    "Events",
+    "Methods",
+    "Lifecycle",
+    "Failure",
+    "Bounds",
+    "Error codes",
+  ])
+    assert.ok(sections.has(name), `docs/protocol.md has a section "${name}"`);
 });
 
 test("docs/koma-sim.md describes every fault switch koma-sim --help lists", () => {

@@ -112,5 +112,5 @@ test("util.inspect(client) shows its pid and phase", { timeout: 30000 }, async (
   await client.close();
   assert.equal(inspect(client), "Client { pid: null, phase: 'closed' }");
   assert.equal(inspect({ client: new Client({ executable: SIM }) }), "{ client: Client { pid: null, phase: 'not_started' } }");
-  assert.match(inspect(Client.prototype), /^\{\n {2}approve: \[Function: approve\],/, "the prototype is inspected as usual");
+  assert.match(inspect(Client.prototype), /^\{\n {2}close: \[(Async)?Function: close\],/, "the prototype is inspected as usual");
 });

@@ -19,7 +19,7 @@ import {
 const MIB = 1 << 20;
 const FRAME_LIMIT = 41_943_040;
 const BLOB_OVERHEAD = 30 + 2; // {"id":"N","result":{"blob":"…"}}: 30 bytes plus an id of at most 2 digits
-const EVENT_BOUND = 256; // the client's event buffer bound (A.12)
+const EVENT_BOUND = 256; // the client's event buffer bound (docs/protocol.md, Bounds)
 
 /** The sizes of the smoke run; `runMs` is what one run in this process, or of the round-trip floor, may take. */
 const SMOKE_SIZES = {
@@ -159,7 +159,7 @@ async function steadyWorkload(c, { rate, seconds: duration, bytes, perRequest, m
   const tick = () => {
     const due = Math.min(total, Math.floor((rate * (performance.now() - t0)) / 1000));
     let burst = Math.min(due - requested, maxBurst);
-    // Never more requests in flight than the protocol's 64 (A.11): a tick
+    // Never more requests in flight than the protocol's 64 (docs/protocol.md, Bounds): a tick
     // that finds them all pending requests the rest on a later tick.
     while (burst > 0 && outstanding < 60) {
       const n = Math.min(burst, perRequest);

@@ -370,6 +370,11 @@ def test() -> None:
     py = ensure_venv()
     wheel = build(py)
     env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+    step("the files generated from surface/protocol.json are up to date (`node scripts/surface.mjs` writes them)")
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("node is needed to check the generated files (scripts/surface.mjs)")
+    run(node, str(ROOT / "scripts" / "surface.mjs"), "--check", cwd=ROOT)
     step("ruff: lint and format (python/; `ruff check --fix` and `ruff format` in python/ fix them)")
     ruff = str(py.parent / "ruff")
     run(ruff, "check", ".", cwd=HERE)

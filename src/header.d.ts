@@ -54,3 +54,353 @@ export declare const KomaError: KomaErrorClass
  * ```
  */
 export declare function isKomaError(value: unknown): value is KomaError
+
+// The protocol's params, results, events, error codes and the Client's
+// protocol methods: generated from surface/protocol.json (node scripts/surface.mjs).
+// surface:types
+/**
+ * The session's state. `waiting` means a turn waits for an approval.
+ */
+export interface State {
+  /**
+   * The session's id; null before `create` or `resume`.
+   */
+  session: string | null
+  status: 'idle' | 'running' | 'waiting'
+  /**
+   * The running (or waiting) turn's id.
+   */
+  turn: string | null
+  /**
+   * Texts waiting behind the running turn.
+   */
+  queued: number
+  model: string | null
+}
+
+/**
+ * The result of `create` and `resume`.
+ */
+export interface SessionResult {
+  session: string
+  state: State
+}
+
+/**
+ * The result of `submit`.
+ */
+export interface SubmitResult {
+  turn: string
+}
+
+/**
+ * The result of `enqueue`: 0 if the turn started at once, else its place behind the running turn.
+ */
+export interface EnqueueResult {
+  position: number
+}
+
+/**
+ * The result of `interrupt`: the turn stopped, if any.
+ */
+export interface InterruptResult {
+  turn: string | null
+}
+
+/**
+ * The result of `interrupt_and_submit`: the turn stopped, if any, and the new one.
+ */
+export interface InterruptAndSubmitResult {
+  interrupted: string | null
+  turn: string
+}
+
+/**
+ * Data of `turn_started`.
+ */
+export interface TurnStartedData {
+  turn: string
+  text: string
+}
+
+/**
+ * Data of `output`: a piece of the reply, streamed.
+ */
+export interface OutputData {
+  turn: string
+  text: string
+}
+
+/**
+ * Data of `tool_call`.
+ */
+export interface ToolCallData {
+  turn: string
+  call: string
+  tool: string
+  input: unknown
+}
+
+/**
+ * Data of `tool_result`.
+ */
+export interface ToolResultData {
+  turn: string
+  call: string
+  output: unknown
+  /**
+   * Whether the tool failed.
+   */
+  error: boolean
+}
+
+/**
+ * Data of `approval_requested`: answer with `approve`.
+ */
+export interface ApprovalRequestedData {
+  turn: string
+  approval: string
+  tool: string
+  input: unknown
+}
+
+/**
+ * Data of `turn_finished`.
+ */
+export interface TurnFinishedData {
+  turn: string
+  status: 'completed' | 'interrupted' | 'failed'
+  /**
+   * Why it failed.
+   */
+  error?: string
+}
+
+/**
+ * Data of `diagnostic`.
+ */
+export interface DiagnosticData {
+  level: 'info' | 'warning' | 'error'
+  message: string
+}
+
+/**
+ * The params of `create`.
+ */
+export interface CreateParams {
+  /**
+   * The session's workspace: the directory koma works in.
+   */
+  cwd?: string
+  model?: string
+}
+
+/**
+ * The params of `resume`.
+ */
+export interface ResumeParams {
+  session: string
+  /**
+   * Send again the saved events with a seq greater than this (all: 0).
+   */
+  after?: number
+}
+
+/**
+ * The params of `submit`, `enqueue`, `interruptAndSubmit`.
+ */
+export interface TextParams {
+  text: string
+}
+
+/**
+ * The params of `approve`.
+ */
+export interface ApproveParams {
+  /**
+   * The `approval` of the `approval_requested` event.
+   */
+  approval: string
+  decision: 'allow' | 'deny'
+}
+
+/**
+ * The params of `configure`.
+ */
+export interface ConfigureParams {
+  model?: string
+}
+
+/**
+ * The result of a method that answers `{}`.
+ */
+export interface EmptyResult {}
+
+/**
+ * `state`: The session's state changed.
+ */
+export interface StateEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'state'
+  data: State
+}
+
+/**
+ * `turn_started`: A turn started.
+ */
+export interface TurnStartedEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'turn_started'
+  data: TurnStartedData
+}
+
+/**
+ * `output`: A piece of the reply.
+ */
+export interface OutputEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'output'
+  data: OutputData
+}
+
+/**
+ * `tool_call`: The agent calls a tool.
+ */
+export interface ToolCallEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'tool_call'
+  data: ToolCallData
+}
+
+/**
+ * `tool_result`: A tool's result.
+ */
+export interface ToolResultEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'tool_result'
+  data: ToolResultData
+}
+
+/**
+ * `approval_requested`: The agent asks to use a tool: answer with `approve`.
+ */
+export interface ApprovalRequestedEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'approval_requested'
+  data: ApprovalRequestedData
+}
+
+/**
+ * `turn_finished`: A turn ended.
+ */
+export interface TurnFinishedEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'turn_finished'
+  data: TurnFinishedData
+}
+
+/**
+ * `diagnostic`: A note of koma's.
+ */
+export interface DiagnosticEvent {
+  type: 'event'
+  /**
+   * The event's sequence number (contiguous; checked by the client).
+   */
+  seq: number
+  name: 'diagnostic'
+  data: DiagnosticData
+}
+
+/**
+ * An event of the catalog. Narrow on `name`.
+ */
+export type KomaEvent = StateEvent | TurnStartedEvent | OutputEvent | ToolCallEvent | ToolResultEvent | ApprovalRequestedEvent | TurnFinishedEvent | DiagnosticEvent
+
+/**
+ * What `client.events()` yields. Narrow on `type`, then on `name`.
+ */
+export type EventItem = KomaEvent | OverflowReport
+
+/**
+ * The `code` of every error of the package (see the README's table).
+ */
+export type ErrorCode = 'remote' | 'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed' | 'aborted' | 'timeout'
+
+/**
+ * The protocol's methods of a client (the rest of `Client` is the addon's).
+ */
+export interface Client {
+  /**
+   * `create`: Start a new session. Allowed only as the first request.
+   */
+  create(params?: CreateParams, options?: CallOptions): Promise<SessionResult>
+  /**
+   * `resume`: Reattach to a saved session; its events after `after` are sent again. Allowed only as
+   * the first request.
+   */
+  resume(params: ResumeParams, options?: CallOptions): Promise<SessionResult>
+  /**
+   * `state`: The session's state.
+   */
+  state(options?: CallOptions): Promise<State>
+  /**
+   * `submit`: Start a turn. Remote error `busy` while a turn runs.
+   */
+  submit(params: TextParams, options?: CallOptions): Promise<SubmitResult>
+  /**
+   * `enqueue`: Queue a text to run after the current turn.
+   */
+  enqueue(params: TextParams, options?: CallOptions): Promise<EnqueueResult>
+  /**
+   * `interrupt`: Stop the running turn, if any.
+   */
+  interrupt(options?: CallOptions): Promise<InterruptResult>
+  /**
+   * `interrupt_and_submit`: Stop the running turn and start this one, ahead of the queue.
+   */
+  interruptAndSubmit(params: TextParams, options?: CallOptions): Promise<InterruptAndSubmitResult>
+  /**
+   * `approve`: Answer an `approval_requested` event.
+   */
+  approve(params: ApproveParams, options?: CallOptions): Promise<EmptyResult>
+  /**
+   * `configure`: Change the model of later turns.
+   */
+  configure(params?: ConfigureParams, options?: CallOptions): Promise<State>
+  /**
+   * `detach`: koma saves the session and exits 0. Settles after the answer and koma's exit; the
+   * events then end, and nothing is written after it.
+   */
+  detach(options?: CallOptions): Promise<EmptyResult>
+}
+
+// /surface

@@ -1,4 +1,4 @@
-//! The shapes of parts B and C for the generated typings, with the wire's
+//! The shapes of docs/protocol.md for the generated typings, with the wire's
 //! field names. The options are what `options.rs` reads JavaScript's
 //! arguments into. Results, events and the Turn are never converted by
 //! napi-rs (they cross as JSON, parsed by one `JSON.parse` per batch, or are
@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Either, Either4, Either8, Object, Unknown};
+use napi::bindgen_prelude::{Either4, Object, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -209,89 +209,6 @@ pub struct Hello {
     pub capabilities: Vec<String>,
 }
 
-/// The session's state. `waiting` means a turn waits for an approval.
-#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
-pub struct State {
-    pub session: Option<String>,
-    #[napi(ts_type = "'idle' | 'running' | 'waiting'")]
-    pub status: String,
-    pub turn: Option<String>,
-    pub queued: u32,
-    pub model: Option<String>,
-}
-
-/// Params of `create`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct CreateParams {
-    pub cwd: Option<String>,
-    pub model: Option<String>,
-}
-
-/// Params of `resume`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ResumeParams {
-    pub session: String,
-    /// Replay the saved events with a seq greater than this.
-    pub after: Option<u32>,
-}
-
-/// Result of `create` and `resume`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct SessionResult {
-    pub session: String,
-    pub state: State,
-}
-
-/// Params of `submit`, `enqueue` and `interruptAndSubmit`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct TextParams {
-    pub text: String,
-}
-
-/// Result of `submit`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct SubmitResult {
-    pub turn: String,
-}
-
-/// Result of `enqueue`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct EnqueueResult {
-    pub position: u32,
-}
-
-/// Result of `interrupt`: the turn stopped, if any.
-#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
-pub struct InterruptResult {
-    pub turn: Option<String>,
-}
-
-/// Result of `interruptAndSubmit`: the turn stopped, if any, and the new one.
-#[napi(object, object_to_js = false, object_from_js = false, use_nullable = true)]
-pub struct InterruptAndSubmitResult {
-    pub interrupted: Option<String>,
-    pub turn: String,
-}
-
-/// Params of `approve`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ApproveParams {
-    /// The `approval` of an `approval_requested` event.
-    pub approval: String,
-    #[napi(ts_type = "ApprovalDecision")]
-    pub decision: String,
-}
-
-/// Params of `configure`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ConfigureParams {
-    pub model: Option<String>,
-}
-
-/// An empty result (`approve`, `detach`).
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct EmptyResult {}
-
 /// The server's `error` of a failed response (`err.remote` when `err.code === "remote"`).
 #[napi(object, object_to_js = false, object_from_js = false)]
 pub struct RemoteError {
@@ -364,9 +281,7 @@ pub struct OtherKomaError {
     pub name: String,
     pub message: String,
     pub stack: Option<String>,
-    #[napi(
-        ts_type = "'delivery_unknown' | 'transport_failure' | 'spawn_failed' | 'protocol_error' | 'protocol_mismatch' | 'frame_too_large' | 'too_many_pending' | 'lifecycle' | 'unsupported' | 'invalid_params' | 'closed'"
-    )]
+    #[napi(ts_type = "Exclude<ErrorCode, 'remote' | 'aborted' | 'timeout'>")]
     pub code: String,
     /// What led to it, if anything did: what `onApproval` threw (an
     /// `invalid_params` of a turn).
@@ -384,97 +299,6 @@ pub struct OtherKomaError {
 #[napi]
 pub type KomaError = Either4<RemoteKomaError, AbortKomaError, TimeoutKomaError, OtherKomaError>;
 
-macro_rules! event {
-    ($doc:literal, $name:ident, $wire:literal, $data:ty) => {
-        #[doc = $doc]
-        #[napi(object, object_to_js = false, object_from_js = false)]
-        pub struct $name {
-            #[napi(ts_type = "'event'")]
-            pub r#type: String,
-            /// The event's sequence number (contiguous; checked by the client).
-            pub seq: f64,
-            #[napi(ts_type = $wire)]
-            pub name: String,
-            pub data: $data,
-        }
-    };
-}
-
-/// Data of `turn_started`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct TurnStartedData {
-    pub turn: String,
-    pub text: String,
-}
-
-/// Data of `output`: a piece of the reply, streamed.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct OutputData {
-    pub turn: String,
-    pub text: String,
-}
-
-/// Data of `tool_call`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ToolCallData {
-    pub turn: String,
-    pub call: String,
-    pub tool: String,
-    #[napi(ts_type = "unknown")]
-    pub input: Value,
-}
-
-/// Data of `tool_result`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ToolResultData {
-    pub turn: String,
-    pub call: String,
-    #[napi(ts_type = "unknown")]
-    pub output: Value,
-    pub error: bool,
-}
-
-/// Data of `approval_requested`: answer with `approve`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ApprovalRequestedData {
-    pub turn: String,
-    pub approval: String,
-    pub tool: String,
-    #[napi(ts_type = "unknown")]
-    pub input: Value,
-}
-
-/// Data of `turn_finished`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct TurnFinishedData {
-    pub turn: String,
-    #[napi(ts_type = "'completed' | 'interrupted' | 'failed'")]
-    pub status: String,
-    pub error: Option<String>,
-}
-
-/// Data of `diagnostic`.
-#[napi(object, object_to_js = false, object_from_js = false)]
-pub struct DiagnosticData {
-    #[napi(ts_type = "'info' | 'warning' | 'error'")]
-    pub level: String,
-    pub message: String,
-}
-
-event!("`state`: the session's state changed.", StateEvent, "'state'", State);
-event!("`turn_started`.", TurnStartedEvent, "'turn_started'", TurnStartedData);
-event!("`output`: a piece of the reply.", OutputEvent, "'output'", OutputData);
-event!("`tool_call`.", ToolCallEvent, "'tool_call'", ToolCallData);
-event!("`tool_result`.", ToolResultEvent, "'tool_result'", ToolResultData);
-event!(
-    "`approval_requested`: answer with `approve`.",
-    ApprovalRequestedEvent,
-    "'approval_requested'",
-    ApprovalRequestedData
-);
-event!("`turn_finished`.", TurnFinishedEvent, "'turn_finished'", TurnFinishedData);
-event!("`diagnostic`.", DiagnosticEvent, "'diagnostic'", DiagnosticData);
-
 /// The one report of an overflow: the event buffer (256 frames / 64 MiB) was
 /// full, so it was cleared and events were discarded until this report was taken.
 #[napi(object, object_to_js = false, object_from_js = false)]
@@ -484,23 +308,6 @@ pub struct OverflowReport {
     /// How many events were discarded.
     pub dropped: f64,
 }
-
-/// An event of the catalog. Narrow on `name`.
-#[napi]
-pub type KomaEvent = Either8<
-    StateEvent,
-    TurnStartedEvent,
-    OutputEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    ApprovalRequestedEvent,
-    TurnFinishedEvent,
-    DiagnosticEvent,
->;
-
-/// What `client.events()` yields. Narrow on `type`, then on `name`.
-#[napi]
-pub type EventItem = Either<KomaEvent, OverflowReport>;
 
 /// A message of the `koma-sdk:trace` diagnostics channel: one thing a
 /// client's connection saw. Subscribe before making the client: a client

@@ -20,7 +20,7 @@ MIB = 1 << 20
 FRAME_LIMIT = 41_943_040
 # The frame of a blob is {"id":"N","result":{"blob":"…"}}: 30 bytes and the id.
 BLOB_OVERHEAD = 30
-EVENT_BOUND = 256  # the event buffer's bound (A.12)
+EVENT_BOUND = 256  # the event buffer's bound (docs/protocol.md, Bounds)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from koma_sdk._stream import STRIDE, ClientStream
-from koma_sdk._types import EVENT_CLASSES
+from koma_sdk._surface import EVENT_CLASSES
 
 COUNT = 200
 ROUNDS = 5 if "--smoke" in sys.argv else 500

@@ -114,7 +114,7 @@ async def steady_workload(
         while s["requested"] < total:
             due = min(total, int(rate * (time.perf_counter() - t0)))
             burst = min(due - s["requested"], max_burst)
-            # Never more than the protocol's 64 in flight (A.11).
+            # Never more than the protocol's 64 in flight (docs/protocol.md, Bounds).
             while burst > 0 and s["outstanding"] < 60:
                 n = min(burst, per_request)
                 s["outstanding"] += 1

@@ -14,85 +14,39 @@ from . import _errors, _native
 
 _native.init(_errors._from_native)
 
+from . import _surface  # noqa: E402
 from ._client import Client  # noqa: E402
-from ._errors import ErrorCode, KomaError, RemoteError  # noqa: E402
+from ._codes import ErrorCode  # noqa: E402
+from ._errors import KomaError, RemoteError  # noqa: E402
 from ._stream import EventStream  # noqa: E402
+from ._surface import *  # noqa: E402, F403  (the declared surface: its own __all__)
 from ._turn import ApprovalPolicy, Turn  # noqa: E402
 from ._types import (  # noqa: E402
-    ApprovalRequestedData,
-    ApprovalRequestedEvent,
     Binary,
-    Decision,
-    DiagnosticData,
-    DiagnosticEvent,
-    EnqueueResult,
-    Event,
     EventItem,
     Hello,
-    InterruptAndSubmitResult,
-    InterruptResult,
-    OutputData,
-    OutputEvent,
     Overflow,
-    SessionResult,
-    State,
-    StateData,
-    StateEvent,
-    Status,
-    SubmitResult,
     ToolCall,
-    ToolCallData,
-    ToolCallEvent,
-    ToolResultData,
-    ToolResultEvent,
-    TurnFinishedData,
-    TurnFinishedEvent,
     TurnMode,
     TurnResult,
-    TurnStartedData,
-    TurnStartedEvent,
     TurnStatus,
 )
 
 __all__ = [
     "ApprovalPolicy",
-    "ApprovalRequestedData",
-    "ApprovalRequestedEvent",
     "Binary",
     "Client",
-    "Decision",
-    "DiagnosticData",
-    "DiagnosticEvent",
-    "EnqueueResult",
     "ErrorCode",
-    "Event",
     "EventItem",
     "EventStream",
     "Hello",
-    "InterruptAndSubmitResult",
-    "InterruptResult",
     "KomaError",
-    "OutputData",
-    "OutputEvent",
     "Overflow",
     "RemoteError",
-    "SessionResult",
-    "State",
-    "StateData",
-    "StateEvent",
-    "Status",
-    "SubmitResult",
     "ToolCall",
-    "ToolCallData",
-    "ToolCallEvent",
-    "ToolResultData",
-    "ToolResultEvent",
     "Turn",
-    "TurnFinishedData",
-    "TurnFinishedEvent",
-    "TurnResult",
-    "TurnStartedData",
-    "TurnStartedEvent",
     "TurnMode",
+    "TurnResult",
     "TurnStatus",
 ]
+__all__ += _surface.__all__

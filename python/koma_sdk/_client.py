@@ -26,19 +26,9 @@ from ._lift import put_back
 from ._logging import frames_wanted, log_trace
 from ._native import NativeClient
 from ._stream import ClientStream, EventStream
+from ._surface import Methods
 from ._turn import ApprovalPolicy, Turn, run
-from ._types import (
-    Decision,
-    EnqueueResult,
-    Hello,
-    InterruptAndSubmitResult,
-    InterruptResult,
-    SessionResult,
-    State,
-    SubmitResult,
-    TurnMode,
-    TurnResult,
-)
+from ._types import Hello, TurnMode, TurnResult
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -152,7 +142,7 @@ def _on_wake(ref: weakref.ReferenceType[Client]) -> None:
         client._fail_all(KomaError("transport_failure", f"an internal error in koma_sdk while delivering: {e!r}"))
 
 
-class Client:
+class Client(Methods):
     """A client of one `koma sdk serve` child. Nothing starts until the first
     call; every call starts the child and awaits its hello first if that has
     not happened. `async with Client(...) as c:` closes it.
@@ -302,8 +292,6 @@ class Client:
         self._deliver()
         self._wake.unwatch(release=True)
 
-    # ---- the protocol's methods
-
     async def probe(self, *, timeout: float | None = None) -> Hello:
         """Start the child if needed; the checked hello."""
         seconds = _seconds("`timeout`", timeout)
@@ -321,60 +309,6 @@ class Client:
             if self._calls.pop(token, None) is not None:
                 native.abandon(token)
             raise
-
-    async def create(
-        self,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        model: str | None = None,
-        timeout: float | None = None,
-    ) -> SessionResult:
-        """Start a new session (only as the first request)."""
-        params: dict[str, Any] = {}
-        if cwd is not None:
-            params["cwd"] = os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd
-        if model is not None:
-            params["model"] = model
-        return SessionResult._wire(await self._call("create", params, timeout))
-
-    async def resume(self, session: str, *, after: int | None = None, timeout: float | None = None) -> SessionResult:
-        """Reattach to a saved session; its events after `after` are replayed."""
-        params: dict[str, Any] = {"session": session}
-        if after is not None:
-            params["after"] = after
-        return SessionResult._wire(await self._call("resume", params, timeout))
-
-    async def state(self, *, timeout: float | None = None) -> State:
-        return State._wire(await self._call("state", None, timeout))
-
-    async def submit(self, text: str, *, timeout: float | None = None) -> SubmitResult:
-        """Start a turn; remote error `busy` while one runs."""
-        return SubmitResult._wire(await self._call("submit", {"text": text}, timeout))
-
-    async def enqueue(self, text: str, *, timeout: float | None = None) -> EnqueueResult:
-        """Queue a text to run after the current turn."""
-        return EnqueueResult._wire(await self._call("enqueue", {"text": text}, timeout))
-
-    async def interrupt(self, *, timeout: float | None = None) -> InterruptResult:
-        """Stop the running turn, if any."""
-        return InterruptResult._wire(await self._call("interrupt", None, timeout))
-
-    async def interrupt_and_submit(self, text: str, *, timeout: float | None = None) -> InterruptAndSubmitResult:
-        """Stop the running turn and start this one, ahead of the queue."""
-        return InterruptAndSubmitResult._wire(await self._call("interrupt_and_submit", {"text": text}, timeout))
-
-    async def approve(self, approval: str, decision: Decision, *, timeout: float | None = None) -> None:
-        """Answer an `approval_requested` event."""
-        await self._call("approve", {"approval": approval, "decision": decision}, timeout)
-
-    async def configure(self, *, model: str | None = None, timeout: float | None = None) -> State:
-        params = {} if model is None else {"model": model}
-        return State._wire(await self._call("configure", params, timeout))
-
-    async def detach(self, *, timeout: float | None = None) -> None:
-        """koma saves the session and exits 0; returns after the answer and
-        the exit. `events()` then ends, and nothing more is written."""
-        await self._call("detach", None, timeout)
 
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None

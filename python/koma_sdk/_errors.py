@@ -1,30 +1,15 @@
 """The one error type of the package: `KomaError`, with a `code` from the
-protocol file's table (part C)."""
+table of docs/protocol.md (Error codes)."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
+
+from ._codes import ErrorCode
 
 if TYPE_CHECKING:
     from ._types import TurnResult
-
-ErrorCode = Literal[
-    "remote",
-    "delivery_unknown",
-    "transport_failure",
-    "spawn_failed",
-    "protocol_error",
-    "protocol_mismatch",
-    "frame_too_large",
-    "too_many_pending",
-    "lifecycle",
-    "unsupported",
-    "invalid_params",
-    "closed",
-    "aborted",
-    "timeout",
-]
 
 
 class RemoteError:

@@ -24,7 +24,8 @@ from . import _native
 from ._backend import Backend, Future, next_item, serve
 from ._lift import put_back
 from ._native import NativeClient
-from ._types import EVENT_CLASSES, EventItem, Overflow
+from ._surface import EVENT_CLASSES
+from ._types import EventItem, Overflow
 
 EPOCH = _native.SLOT_EPOCH
 TAKEN = _native.SLOT_TAKEN

@@ -20,7 +20,8 @@ from ._backend import Cancel, Future, Promise, next_item, serve
 from ._errors import KomaError
 from ._lift import put_back
 from ._stream import END, Cursor, _End
-from ._types import ApprovalRequestedData, Decision, EventItem, TurnResult
+from ._surface import ApprovalRequestedData, Decision
+from ._types import EventItem, TurnResult
 
 if TYPE_CHECKING:
     from ._client import Client

@@ -32,22 +32,7 @@ pub fn error_object<'py>(py: Python<'py>, e: &KomaError) -> PyResult<Bound<'py, 
 /// The core's error for a `KomaError` the package made (its `code` and `message`).
 pub fn error_of(e: &Bound<'_, PyAny>) -> KomaError {
     let text = |name: &str| e.getattr(name).and_then(|v| v.extract::<String>()).unwrap_or_default();
-    let code = match text("code").as_str() {
-        "remote" => ErrorCode::Remote,
-        "delivery_unknown" => ErrorCode::DeliveryUnknown,
-        "transport_failure" => ErrorCode::TransportFailure,
-        "spawn_failed" => ErrorCode::SpawnFailed,
-        "protocol_error" => ErrorCode::ProtocolError,
-        "protocol_mismatch" => ErrorCode::ProtocolMismatch,
-        "frame_too_large" => ErrorCode::FrameTooLarge,
-        "too_many_pending" => ErrorCode::TooManyPending,
-        "lifecycle" => ErrorCode::Lifecycle,
-        "unsupported" => ErrorCode::Unsupported,
-        "closed" => ErrorCode::Closed,
-        "aborted" => ErrorCode::Aborted,
-        "timeout" => ErrorCode::Timeout,
-        _ => ErrorCode::InvalidParams,
-    };
+    let code = ErrorCode::from_name(&text("code")).unwrap_or(ErrorCode::InvalidParams);
     KomaError::new(code, text("message"))
 }
 

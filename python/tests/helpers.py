@@ -37,9 +37,9 @@ SIM = _sim_path()
 MAX_FRAME = 41_943_040
 QUOTE_BYTES = 200
 # The event catalog and the error codes, as the package spells them (the
-# names are part B's and C's; tests below check each one's behaviour).
+# names are docs/protocol.md's; tests below check each one's behaviour).
 CATALOG = {cls.name for cls in get_args(koma_sdk.Event)}
-# The codes whose "anything written?" column in part C says "no".
+# The codes whose "anything written?" column in docs/protocol.md (Error codes) says "no".
 NOT_WRITTEN = set(get_args(koma_sdk.ErrorCode)) - {"remote", "delivery_unknown", "aborted", "timeout"}
 
 

@@ -1,6 +1,6 @@
 """The client against every fault switch of koma-sim
-(crates/koma-sim/README.md), checked against the contract (parts A, B, C and
-D of the protocol file): the twin of faults.test.mjs."""
+(crates/koma-sim/README.md), checked against docs/protocol.md (Lines, Hello,
+Events, Failure, Error codes): the twin of faults.test.mjs."""
 
 from __future__ import annotations
 

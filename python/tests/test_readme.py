@@ -65,7 +65,7 @@ def test_the_readme_installs_from_the_index_first_then_from_a_clone() -> None:
 def test_the_readme_points_nowhere_outside_the_package() -> None:
     text = README.read_text()
     assert "(#)" not in text, "an empty link"
-    assert "koma-protocol" not in text, "a file outside the repository"
+    assert "koma-protocol" not in text, "a file outside the repository"  # citation-check: the pattern
     # The repository (as package.json names it) and the index, nothing else.
     repository = re.sub(r"^git\+|\.git$", "", json.loads(PACKAGE_JSON.read_text())["repository"]["url"])
     for url in re.findall(r"https?://[^\s)>\]]+", text):

@@ -136,7 +136,7 @@ async def test_a_handler_that_raises_denies_and_the_result_raises_after_turn_fin
     assert kinds(items)[-1] == "turn_finished", "the loop raises after the turn ran to its end"
     denied = next(i for i in items if is_event(i, "tool_result"))
     assert denied.data["error"] is True, "the approval was denied"
-    # Every error the package raises is a KomaError (part D); the handler's
+    # Every error the package raises is a KomaError (python/README.md, Errors); the handler's
     # own error is its cause.
     with pytest.raises(KomaError) as info:
         await turn.result()

@@ -1,4 +1,4 @@
-//! An `Error` with the protocol file's `code`: a `KomaError`, made by
+//! An `Error` with a `code` of docs/protocol.md (Error codes): a `KomaError`, made by
 //! `lib/errors.js` (so `instanceof KomaError` holds, and its `name` says
 //! what it is), or a plain `Error` where the package's JavaScript half is
 //! not registered (the binding loaded alone).

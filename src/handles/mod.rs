@@ -10,7 +10,7 @@
 //! - [`Deferred`]: a promise's resolver, consumed when it settles;
 //! - [`Tsfn`]: the threadsafe function that wakes the JavaScript thread;
 //! - [`function`]: a native function with typed data;
-//! - [`coded_error`]: an `Error` with the protocol file's `code`;
+//! - [`coded_error`]: an `Error` with a `code` of docs/protocol.md (Error codes);
 //! - the hot paths' raw calls: JSON text as a string for `JSON.parse`
 //!   ([`text`]), lifted strings put back ([`put_lifted`], external strings
 //!   from 1 MiB), and memory shared with the core as an `ArrayBuffer`

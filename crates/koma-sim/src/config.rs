@@ -6,23 +6,6 @@ use crate::record::Record;
 use crate::scenario::{self, script::Scenario};
 use std::path::PathBuf;
 
-/// The ten protocol-1 methods, in the order hello lists them.
-pub const METHODS: [&str; 10] = [
-    "create",
-    "resume",
-    "state",
-    "submit",
-    "enqueue",
-    "interrupt",
-    "interrupt_and_submit",
-    "approve",
-    "detach",
-    "configure",
-];
-
-/// Methods added to the capabilities with `KOMA_SIM_BENCH=1`.
-pub const BENCH_METHODS: [&str; 4] = ["bench_events", "bench_blob", "bench_exit", "bench_garbage"];
-
 pub struct Config {
     pub faults: Faults,
     pub delay_ms: u64,

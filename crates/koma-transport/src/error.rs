@@ -1,52 +1,9 @@
-//! Error codes of the protocol file's table (part C), and the error value.
+//! The error value. Its codes are the protocol's table (`docs/protocol.md`,
+//! and `surface/protocol.json`, from which `surface.rs` is generated).
 
 use std::fmt;
 
-/// The `code` of every error the SDK reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    Remote,
-    DeliveryUnknown,
-    TransportFailure,
-    SpawnFailed,
-    ProtocolError,
-    ProtocolMismatch,
-    FrameTooLarge,
-    TooManyPending,
-    Lifecycle,
-    Unsupported,
-    InvalidParams,
-    Closed,
-    Aborted,
-    Timeout,
-}
-
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Remote => "remote",
-            ErrorCode::DeliveryUnknown => "delivery_unknown",
-            ErrorCode::TransportFailure => "transport_failure",
-            ErrorCode::SpawnFailed => "spawn_failed",
-            ErrorCode::ProtocolError => "protocol_error",
-            ErrorCode::ProtocolMismatch => "protocol_mismatch",
-            ErrorCode::FrameTooLarge => "frame_too_large",
-            ErrorCode::TooManyPending => "too_many_pending",
-            ErrorCode::Lifecycle => "lifecycle",
-            ErrorCode::Unsupported => "unsupported",
-            ErrorCode::InvalidParams => "invalid_params",
-            ErrorCode::Closed => "closed",
-            ErrorCode::Aborted => "aborted",
-            ErrorCode::Timeout => "timeout",
-        }
-    }
-}
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::surface::ErrorCode;
 
 /// The server's `error` object of a failed response, as raw JSON where it is JSON.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +14,7 @@ pub struct RemoteError {
     pub data: Option<String>,
 }
 
-/// An error with a code from the protocol file.
+/// An error with a code from docs/protocol.md (Error codes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KomaError {
     pub code: ErrorCode,

@@ -1,4 +1,5 @@
-//! Framing (A.2, A.10) and frame classification (part B).
+//! Framing (docs/protocol.md: Lines, Bounds) and frame classification
+//! (Requests and responses, Events).
 //!
 //! [`LineSplitter`] turns stdout's reads into lines, whatever the chunking,
 //! holding at most one partial line of at most [`MAX_FRAME_BYTES`] + 1 bytes.
@@ -37,7 +38,7 @@ impl Line<'_> {
     }
 }
 
-/// A fatal violation of parts A or B on stdout.
+/// A fatal violation of docs/protocol.md on stdout.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// What rule was broken, in words.
@@ -177,17 +178,7 @@ fn oversize(start: &[u8]) -> Violation {
     Violation::new(format!("a stdout frame is over {} bytes (40 MiB)", MAX_FRAME_BYTES), &start[..start.len().min(256)])
 }
 
-/// The names of the event catalog (part B).
-pub const EVENT_CATALOG: &[&str] = &[
-    "state",
-    "turn_started",
-    "output",
-    "tool_call",
-    "tool_result",
-    "approval_requested",
-    "turn_finished",
-    "diagnostic",
-];
+pub use crate::surface::EVENT_CATALOG;
 
 /// What a line is.
 #[derive(Debug, PartialEq)]

@@ -1,4 +1,4 @@
-//! The hello frame (A.4) and its check.
+//! The hello frame (docs/protocol.md, Hello) and its check.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -5,7 +5,8 @@
 //!
 //! - [`frame`]: splitting stdout into lines and classifying each line as a frame;
 //! - [`hello`]: the hello frame and its check;
-//! - [`params`]: the method table and the local check of params;
+//! - [`surface`]: the protocol's methods, events and error codes, generated from `surface/protocol.json`;
+//! - [`params`]: the local check of params;
 //! - [`lifecycle`]: hello, then create/resume, then the rest, then detach;
 //! - [`pending`]: the table of requests written and not yet answered;
 //! - [`events`]: the bounded event buffer with its overflow report;
@@ -36,6 +37,7 @@ pub mod quote;
 pub mod raw_json;
 pub mod runtime;
 pub mod stderr;
+pub mod surface;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tid;

@@ -1,4 +1,4 @@
-//! The order of requests (A.7): hello, then at most one of create or resume
+//! The order of requests (docs/protocol.md, Lifecycle): hello, then at most one of create or resume
 //! (only as the first request written), then the other methods, then detach.
 
 use crate::error::{ErrorCode, KomaError};

@@ -1,55 +1,11 @@
-//! The methods of part B and the local check of their params.
+//! The local check of a method's params, against the protocol's method table
+//! (`crate::surface`, generated from `surface/protocol.json`).
 
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, KomaError};
 
-/// The type a param field must have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldType {
-    String,
-    /// A non-negative integer.
-    Integer,
-    /// `"allow"` or `"deny"`.
-    Decision,
-}
-
-/// One field of a method's params.
-#[derive(Clone, Copy, Debug)]
-pub struct Field {
-    pub name: &'static str,
-    pub ty: FieldType,
-    pub required: bool,
-}
-
-/// One method of part B.
-#[derive(Clone, Copy, Debug)]
-pub struct Method {
-    /// The wire name.
-    pub name: &'static str,
-    pub fields: &'static [Field],
-}
-
-const fn req(name: &'static str, ty: FieldType) -> Field {
-    Field { name, ty, required: true }
-}
-const fn opt(name: &'static str, ty: FieldType) -> Field {
-    Field { name, ty, required: false }
-}
-
-/// The method table of part B.
-pub const METHODS: &[Method] = &[
-    Method { name: "create", fields: &[opt("cwd", FieldType::String), opt("model", FieldType::String)] },
-    Method { name: "resume", fields: &[req("session", FieldType::String), opt("after", FieldType::Integer)] },
-    Method { name: "state", fields: &[] },
-    Method { name: "submit", fields: &[req("text", FieldType::String)] },
-    Method { name: "enqueue", fields: &[req("text", FieldType::String)] },
-    Method { name: "interrupt", fields: &[] },
-    Method { name: "interrupt_and_submit", fields: &[req("text", FieldType::String)] },
-    Method { name: "approve", fields: &[req("approval", FieldType::String), req("decision", FieldType::Decision)] },
-    Method { name: "configure", fields: &[opt("model", FieldType::String)] },
-    Method { name: "detach", fields: &[] },
-];
+pub use crate::surface::{Field, FieldType, Method, METHODS};
 
 pub fn method(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)
@@ -196,13 +152,24 @@ fn check_fields(method: &Method, map: &Map<String, Value>) -> Result<(), KomaErr
                 let ok = match field.ty {
                     FieldType::String => v.is_string(),
                     FieldType::Integer => v.is_u64(),
-                    FieldType::Decision => matches!(v.as_str(), Some("allow" | "deny")),
+                    FieldType::Boolean => v.is_boolean(),
+                    FieldType::Any => true,
+                    FieldType::Enum(values) => v.as_str().is_some_and(|s| values.contains(&s)),
                 };
                 if !ok {
                     let want = match field.ty {
-                        FieldType::String => "a string",
-                        FieldType::Integer => "a non-negative integer",
-                        FieldType::Decision => "\"allow\" or \"deny\"",
+                        FieldType::String => "a string".to_owned(),
+                        FieldType::Integer => "a non-negative integer".to_owned(),
+                        FieldType::Boolean => "a boolean".to_owned(),
+                        FieldType::Any => unreachable!("any value is accepted"),
+                        FieldType::Enum(values) => {
+                            let quoted: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                            match quoted.split_last() {
+                                Some((last, [])) => last.clone(),
+                                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                                None => "nothing".to_owned(),
+                            }
+                        }
                     };
                     return Err(invalid(method.name, format!("field `{}` must be {want}", field.name)));
                 }

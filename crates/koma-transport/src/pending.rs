@@ -1,4 +1,4 @@
-//! The table of requests written and not yet answered (A.6, A.11).
+//! The table of requests written and not yet answered (docs/protocol.md: Requests and responses, Bounds).
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-//! The stderr ring (A.3): the newest 64 KiB of the child's stderr.
+//! The stderr ring (docs/protocol.md, stderr): the newest 64 KiB of the child's stderr.
 
 use std::collections::VecDeque;
 

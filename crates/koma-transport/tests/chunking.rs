@@ -1,5 +1,5 @@
-//! The frame reader's verdict does not depend on how stdout is chunked (A.2),
-//! and it holds no more than the 40 MiB bound (A.10).
+//! The frame reader's verdict does not depend on how stdout is chunked (docs/protocol.md, Lines),
+//! and it holds no more than the 40 MiB bound (docs/protocol.md, Bounds).
 //!
 //! The property check is the `frames` fuzz target's
 //! (`koma_transport::testing::frames`). This test replays every file of
@@ -398,7 +398,7 @@ fn check_memory(cases: &[(&str, Vec<u8>, usize, bool)]) {
     assert!(over.is_empty(), "over the memory bound:\n{}", over.join("\n"));
 }
 
-/// A.10: a frame over 40 MiB is detected "without holding more than that in
+/// docs/protocol.md, Bounds: a frame over 40 MiB is detected "without holding more than that in
 /// memory". Allowed: the bound plus the `\r` (PARTIAL_LIMIT), one read buffer,
 /// and 64 KiB for the rest (verdicts, quotes).
 #[test]

@@ -3,7 +3,6 @@
 //! answer is sent before the lock is let go.
 
 use crate::agent::{self, Core, Plan, Session};
-use crate::config::{BENCH_METHODS, METHODS};
 use crate::server::answer::answer;
 use crate::server::params::{check, fields, s, u};
 use crate::server::process;
@@ -12,6 +11,24 @@ use crate::server::shared::Shared;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// The protocol-1 methods, in the order hello lists them. A method listed
+/// here and given an arm in [`Methods::dispatch`] is one koma-sim implements.
+pub const METHODS: &[&str] = &[
+    "create",
+    "resume",
+    "state",
+    "submit",
+    "enqueue",
+    "interrupt",
+    "interrupt_and_submit",
+    "approve",
+    "detach",
+    "configure",
+];
+
+/// Methods added to the capabilities with `KOMA_SIM_BENCH=1`.
+pub const BENCH_METHODS: &[&str] = &["bench_events", "bench_blob", "bench_exit", "bench_garbage"];
 
 /// What `bench_garbage` writes in place of its answer (then the terminator).
 pub const GARBAGE_LINE: &[u8] = b"this line is not JSON (bench_garbage)";

@@ -1,4 +1,4 @@
-//! Launching `koma sdk serve` (A.1) and supervising the process.
+//! Launching `koma sdk serve` (docs/protocol.md, The child) and supervising the process.
 //!
 //! The child leads its own process group, so the tools it starts can be
 //! stopped with it. It is started with an args array and no shell. Files,

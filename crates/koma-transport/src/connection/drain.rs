@@ -1,4 +1,4 @@
-//! The stderr drain (A.3): read koma's stderr as it comes, so the child never
+//! The stderr drain (docs/protocol.md, stderr): read koma's stderr as it comes, so the child never
 //! blocks on a full pipe, and keep the newest 64 KiB. With the trace on, each
 //! whole line is traced too (printed, or queued for the host, who is woken).
 

@@ -1,4 +1,4 @@
-//! Routing: each line of stdout classified as a frame of part B (with its
+//! Routing: each line of stdout classified as a frame of docs/protocol.md (Requests and responses, Events) (with its
 //! long strings lifted out), then applied: hello checked, responses matched
 //! to pending requests by id, events sequence-checked and handed to the turn
 //! layer, which routes each to its consumer's stream.

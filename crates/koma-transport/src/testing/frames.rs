@@ -1,7 +1,7 @@
 //! The property check behind the `frames` fuzz target, which
 //! `tests/chunking.rs` also runs over the fuzz corpus.
 //!
-//! Properties (protocol file A.2, A.10, part B; issue "fuzz the frame reader"):
+//! Properties (docs/protocol.md: Lines, Bounds, Events; issue "fuzz the frame reader"):
 //! - no panic in `LineSplitter::feed` / `finish` / `classify` / `hello::check`;
 //! - the same verdict whatever the chunking: the same lines, the same
 //!   classification of each line, and the same closing error (too large, or

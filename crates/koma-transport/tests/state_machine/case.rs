@@ -18,7 +18,7 @@ use crate::plan::{Op, Phase, Plan, Variant};
 
 /// A call that has not completed after this long is a hang (never a pass/fail threshold otherwise).
 const HANG: Duration = Duration::from_secs(60);
-/// Calls per case at most (well under the 64 pending of A.11).
+/// Calls per case at most (well under the 64 pending of docs/protocol.md's Bounds).
 const MAX_CALLS: usize = 40;
 
 /// What a case adds to the run's figures.
