@@ -13,8 +13,9 @@ on the typing usage files and on the package, and the wheel check: the
 wheel's contents (the native module and koma-sim for this platform, both
 stripped, nothing else binary; a manylinux tag that `auditwheel show`
 agrees with; the repository's address in its metadata), then an install
-into a fresh venv with no network (`--no-index`) and a turn against the
-koma-sim inside it. Then the sdist check: the sdist built, a wheel built
+into a fresh venv with no network (`--no-index`), a turn against the
+koma-sim inside it, and the documented testing example
+(python/examples/testing) run there by pytest. Then the sdist check: the sdist built, a wheel built
 from it in isolation (`python -m build`), and that wheel checked the same
 way. docs/python-internals.md says what each check proves.
 """
@@ -223,11 +224,7 @@ def check_contents(wheel: Path) -> None:
         info_dir = next((n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL")), None)
         if info_dir is None:
             sys.exit(f"wheel check failed: {wheel.name} has no .dist-info/WHEEL")
-        tags = [
-            line.split(": ", 1)[1]
-            for line in z.read(f"{info_dir}/WHEEL").decode().splitlines()
-            if line.startswith("Tag: ")
-        ]
+        tags = [line.split(": ", 1)[1] for line in z.read(f"{info_dir}/WHEEL").decode().splitlines() if line.startswith("Tag: ")]
         platforms = sorted({t.split("-")[2] for t in tags})
         linux = all(p != "any" and not p.startswith(("macosx", "win")) for p in platforms)
         for name in sorted(names):
@@ -242,9 +239,7 @@ def check_contents(wheel: Path) -> None:
             left = unstripped(data) if kind.startswith("elf:") else []
             if left:
                 problems.append(f"{name}: not stripped ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''})")
-            print(
-                f"  {name}: {kind}, {len(data):,} bytes{', stripped' if kind.startswith('elf:') and not left else ''}"
-            )
+            print(f"  {name}: {kind}, {len(data):,} bytes{', stripped' if kind.startswith('elf:') and not left else ''}")
         for name in sorted(required - names):
             problems.append(f"{name}: missing")
         if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
@@ -306,18 +301,8 @@ def ensure_wheelhouse() -> Path:
         if WHEELHOUSE.exists():
             shutil.rmtree(WHEELHOUSE)
         WHEELHOUSE.mkdir(parents=True)
-        run(
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--only-binary",
-            ":all:",
-            "--dest",
-            str(WHEELHOUSE),
-            *EXAMPLE_TOOLS,
-        )
+        tools = ["--only-binary", ":all:", "--dest", str(WHEELHOUSE), *EXAMPLE_TOOLS]
+        run(sys.executable, "-m", "pip", "download", "--quiet", *tools)
         stamp.write_text(want)
     return WHEELHOUSE
 
@@ -336,18 +321,8 @@ def check_offline_install(wheel: Path) -> None:
         # The documented testing example, unchanged, against the installed
         # package: its app, its tests under asyncio and trio, the fake_koma
         # fixture from the package's entry point, and koma-sim from the wheel.
-        run(
-            str(py),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-index",
-            "--find-links",
-            str(wheelhouse),
-            *EXAMPLE_TOOLS,
-            env=env,
-        )
+        tools = ["--no-index", "--find-links", str(wheelhouse), *EXAMPLE_TOOLS]
+        run(str(py), "-m", "pip", "install", "--quiet", *tools, env=env)
         example = Path(d) / "example"
         example.mkdir()
         for name in ("app.py", "test_app.py"):
