@@ -492,6 +492,7 @@ class FakeKoma:
         self.home = self.dir / "home"
         self.home.mkdir(exist_ok=True)
         self.scenario_path.write_text(text, encoding="utf-8")
+        self.record_path.unlink(missing_ok=True)  # a record of this fake's own requests
         #: koma-sim's environment: KOMA_SIM_SCENARIO, KOMA_SIM_RECORD, KOMA_SIM_HOME, KOMA_SIM_DELAY_MS.
         self.env: dict[str, str] = {
             "KOMA_SIM_SCENARIO": str(self.scenario_path),

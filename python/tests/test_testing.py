@@ -696,7 +696,7 @@ async def test_the_default_executable_is_koma_sdk_sims(tmp_path: Path) -> None:
 
 def run_pytest(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_it.py").write_text(source)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH" and not k.startswith("PYTEST_")}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_it.py"), *args],
         cwd=tmp_path,
@@ -801,7 +801,11 @@ def test_the_examples_tests_pass_as_written_under_asyncio_and_trio() -> None:
     assert "8 passed" in r.stdout, r.stdout
 
 
-def test_the_readme_leads_to_the_testing_page() -> None:
+def test_the_readmes_testing_example_runs_as_pasted(tmp_path: Path) -> None:
     readme = (ROOT / "python" / "README.md").read_text()
     assert "docs/testing-python.md" in readme
-    assert "koma_sdk.testing" in readme
+    section = readme.split("## Testing your program", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    r = run_pytest(tmp_path, block)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^[12] passed in ", r.stdout, re.M), r.stdout  # under anyio's default backend(s)
