@@ -98,6 +98,7 @@ test("no URL, issue number or path outside the package in the README, docs/, the
     ...shipped.map((f) => [f, read(f)]),
     ["sim.d.ts", read("sim.d.ts")],
     ["index.d.ts", read("index.d.ts")],
+    ["testing.d.ts", read("testing.d.ts")],
     ["koma-sim --help", help.stdout],
   ];
   for (const [name, text] of texts) {
@@ -158,14 +159,20 @@ test("the examples import the package by name, so that each can be copied into a
   const examples = manifest.files.filter((f) => f.startsWith("examples/"));
   assert.deepEqual(
     examples.sort(),
-    readdirSync(join(root, "examples"))
+    readdirSync(join(root, "examples"), { recursive: true })
       .map((f) => `examples/${f}`)
+      .filter((f) => f.endsWith(".mjs"))
       .sort(),
     "every example ships",
   );
   for (const file of examples) {
     const text = read(file);
-    assert.doesNotMatch(text, /(from|import\(|require\()\s*["']\.{1,2}\//, `${file}: a relative import`);
-    assert.match(text, /from "@koma\/sdk"/, `${file} imports @koma/sdk`);
+    // examples/testing/ is one program and its tests: they import each other, and nothing else of the repository.
+    for (const [, spec] of text.matchAll(/(?:from|import\(|require\()\s*["'](\.{1,2}\/[^"']*)["']/g)) {
+      assert.ok(file.startsWith("examples/testing/"), `${file}: a relative import (${spec})`);
+      const target = normalize(join(dirname(file), spec));
+      assert.ok(target.startsWith("examples/testing/") && examples.includes(target), `${file}: ${spec} is not a file of the example`);
+    }
+    assert.match(text, /from "@koma\/sdk(\/testing)?"/, `${file} imports @koma/sdk`);
   }
 });

@@ -6,7 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { root, simClient } from "./helpers.mjs";
+import { createRequire } from "node:module";
+import { SIM, root, simClient } from "./helpers.mjs";
+
+const { FakeKoma } = createRequire(import.meta.url)(join(root, "testing.js"));
 
 const DIR = join(root, "testdata", "scenarios");
 /** A bound on every wait: it stops a hang (the scenario fails); it is no measure of speed. */
@@ -131,7 +134,19 @@ class Runner {
   constructor(t, scenario) {
     const sim = scenario.sim ?? {};
     this.scenario = scenario;
-    this.client = simClient(t, { faults: sim.faults ?? [], delayMs: sim.delay_ms ?? 0, env: sim.env ?? {} });
+    if (sim.scenario) {
+      // koma-sim plays a script (@koma/sdk/testing: checked, written, recorded).
+      const faults = (sim.faults ?? []).join(",");
+      const koma = new FakeKoma(sim.scenario, {
+        executable: SIM,
+        delayMs: sim.delay_ms ?? 0,
+        env: { ...(faults ? { KOMA_SIM_FAULT: faults } : {}), ...(sim.env ?? {}) },
+      });
+      t.after(() => koma.close());
+      this.client = koma.client;
+    } else {
+      this.client = simClient(t, { faults: sim.faults ?? [], delayMs: sim.delay_ms ?? 0, env: sim.env ?? {} });
+    }
     /** Turns and background runs, by name: { turn?, promise?, calls, thrown, seqs, controller? } */
     this.turns = new Map();
     /** events() loops, by name. */

@@ -13,8 +13,9 @@ on the typing usage files and on the package, and the wheel check: the
 wheel's contents (the native module and koma-sim for this platform, both
 stripped, nothing else binary; a manylinux tag that `auditwheel show`
 agrees with; the repository's address in its metadata), then an install
-into a fresh venv with no network (`--no-index`) and a turn against the
-koma-sim inside it. Then the sdist check: the sdist built, a wheel built
+into a fresh venv with no network (`--no-index`), a turn against the
+koma-sim inside it, and the documented testing example
+(python/examples/testing) run there by pytest. Then the sdist check: the sdist built, a wheel built
 from it in isolation (`python -m build`), and that wheel checked the same
 way. docs/python-internals.md says what each check proves.
 """
@@ -55,6 +56,12 @@ PINS = [
     # the sdist check: sdist, then a wheel from it, each in an isolated env
     "build==1.6.*",
 ]
+# What the documented testing example needs beside koma_sdk
+# (python/examples/testing): downloaded once into WHEELHOUSE, from which the
+# wheel check installs them into its fresh venv with no network.
+EXAMPLE_TOOLS = ["pytest==9.2.*", "anyio==4.16.*", "trio==0.35.*"]
+WHEELHOUSE = VENV / "wheelhouse"
+EXAMPLE = HERE / "examples" / "testing"
 
 
 def step(name: str) -> None:
@@ -207,6 +214,9 @@ def check_contents(wheel: Path) -> None:
         "koma_sdk/py.typed",
         "koma_sdk/_native.pyi",
         "koma_sdk/sim.py",
+        "koma_sdk/testing.py",
+        "koma_sdk/_scenario.py",
+        "koma_sdk/pytest_plugin.py",
         *want,
     }
     machine = ELF_MACHINES.get(platform.machine())
@@ -249,6 +259,13 @@ def check_contents(wheel: Path) -> None:
         if not (info.external_attr >> 16) & 0o111:
             problems.append("koma_sdk/bin/koma-sim: not executable in the wheel")
         metadata = z.read(f"{info_dir}/METADATA").decode()
+        entry_points = (
+            z.read(f"{info_dir}/entry_points.txt").decode() if f"{info_dir}/entry_points.txt" in names else ""
+        )
+    if not re.search(r"^\[pytest11\]\n(?:.*\n)*?koma_sdk ?= ?koma_sdk\.pytest_plugin$", entry_points, re.M):
+        problems.append(
+            f"entry_points.txt: no pytest11 entry for koma_sdk.pytest_plugin (the fake_koma fixture): {entry_points!r}"
+        )
     urls = {line.split(", ", 1)[1] for line in metadata.splitlines() if line.startswith("Project-URL: ")}
     repo, issues = repository_urls()
     if not {repo, issues} <= urls or any(not u.startswith(repo) for u in urls):
@@ -282,15 +299,52 @@ asyncio.run(main())
 """
 
 
+def ensure_wheelhouse() -> Path:
+    """The wheels of EXAMPLE_TOOLS and their dependencies, for this Python,
+    downloaded once (the only step of the wheel check that needs the index)."""
+    stamp = WHEELHOUSE / ".koma-tools"
+    want = "\n".join(EXAMPLE_TOOLS) + f"\n{sys.version_info[:2]}"
+    if not stamp.exists() or stamp.read_text() != want:
+        step("the testing example's tools, for the wheel check: " + ", ".join(EXAMPLE_TOOLS))
+        if WHEELHOUSE.exists():
+            shutil.rmtree(WHEELHOUSE)
+        WHEELHOUSE.mkdir(parents=True)
+        tools = ["--only-binary", ":all:", "--dest", str(WHEELHOUSE), *EXAMPLE_TOOLS]
+        run(sys.executable, "-m", "pip", "download", "--quiet", *tools)
+        stamp.write_text(want)
+    return WHEELHOUSE
+
+
 def check_offline_install(wheel: Path) -> None:
     step("the wheel in a fresh venv, installed with no network (--no-index)")
+    wheelhouse = ensure_wheelhouse()
     with tempfile.TemporaryDirectory(prefix="koma-sdk-wheel-") as d:
         fresh = Path(d) / "venv"
         venv.EnvBuilder(with_pip=True).create(fresh)
         py = venv_python(fresh)
         env = {k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "KOMA_SIM_PATH", "PYTHONPATH")}
+        env = {k: v for k, v in env.items() if not k.startswith("PYTEST_")}
         run(str(py), "-m", "pip", "install", "--quiet", "--no-index", str(wheel), env=env)
         run(str(py), "-c", OFFLINE_TURN, cwd=d, env=env)
+        # The documented testing example, unchanged, against the installed
+        # package: its app, its tests under asyncio and trio, the fake_koma
+        # fixture from the package's entry point, and koma-sim from the wheel.
+        tools = ["--no-index", "--find-links", str(wheelhouse), *EXAMPLE_TOOLS]
+        run(str(py), "-m", "pip", "install", "--quiet", *tools, env=env)
+        example = Path(d) / "example"
+        example.mkdir()
+        for name in ("app.py", "test_app.py"):
+            shutil.copyfile(EXAMPLE / name, example / name)
+        r = subprocess.run(
+            [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_app.py"],
+            cwd=example,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stdout)
+        if r.returncode != 0 or not re.search(r"^8 passed", r.stdout.strip().splitlines()[-1], re.M):
+            sys.exit(f"the testing example failed against the installed wheel:\n{r.stdout}{r.stderr}")
 
 
 # What a wheel built from the sdist needs: the Python side and the backend,
@@ -383,13 +437,20 @@ def test() -> None:
     run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests"), cwd=ROOT, env=env)
     step("mypy --strict: the typing usage files and the package")
     usage = [
-        p for p in (HERE / "tests" / "typing_usage.py", HERE / "tests" / "smoke" / "typing_smoke.py") if p.exists()
+        p
+        for p in (
+            HERE / "tests" / "typing_usage.py",
+            HERE / "tests" / "testing_usage.py",
+            HERE / "tests" / "smoke" / "typing_smoke.py",
+        )
+        if p.exists()
     ]
     if not usage:
         sys.exit("no typing usage file to check (python/tests/typing_usage.py)")
     cache = str(VENV / ".mypy_cache")
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, *map(str, usage), cwd=ROOT)
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
+    run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "app.py", "test_app.py", cwd=EXAMPLE)
     step("stubtest: the native module's stub against the module (as installed)")
     with tempfile.TemporaryDirectory(prefix="koma-sdk-stubtest-") as d:  # not python/, whose koma_sdk has no module
         run(str(py), "-m", "mypy.stubtest", "koma_sdk._native", cwd=d)

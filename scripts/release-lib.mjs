@@ -410,8 +410,9 @@ const { simPath } = require("@koma/sdk/sim");
 
 /**
  * Install tarballs into an empty folder with no network (`--offline`, an empty
- * npm cache), then, from there: a turn against that install's simPath, and
- * the koma-sim command. Returns lines of report; throws on failure.
+ * npm cache), then, from there: a turn against that install's simPath, the
+ * documented testing example's tests (node:test), and the koma-sim command.
+ * Returns lines of report; throws on failure.
  */
 export function installAndRun(tarballs, platform) {
   const work = mkdtempSync(join(tmpdir(), "koma-release-install-"));
@@ -437,6 +438,27 @@ export function installAndRun(tarballs, platform) {
     const rel = (p) => relative(app, p).split(sep).join("/");
     lines.push(
       `turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}`,
+    );
+
+    // The documented testing example (docs/testing.md), unchanged, from the
+    // installed package: the app and its node:test tests, with
+    // @koma/sdk/testing and the platform package's koma-sim.
+    const example = join(app, "testing-example");
+    mkdirSync(example);
+    for (const f of ["app.mjs", "app.test.mjs"])
+      copyFileSync(join(app, "node_modules", "@koma", "sdk", "examples", "testing", f), join(example, f));
+    const testEnv = { ...runEnv };
+    delete testEnv.NODE_TEST_CONTEXT;
+    const tested = spawnSync(process.execPath, ["--test", "--test-reporter=tap", "app.test.mjs"], {
+      cwd: example,
+      env: testEnv,
+      encoding: "utf8",
+    });
+    const count = (k) => Number((tested.stdout.match(new RegExp(`^# ${k} (\\d+)$`, "m")) || [])[1]);
+    if (tested.status !== 0 || count("fail") !== 0 || !(count("pass") > 0))
+      fail(`the testing example failed (exit ${tested.status ?? tested.signal}): ${tested.stdout}${tested.stderr}`);
+    lines.push(
+      `the testing example (examples/testing/app.test.mjs, node:test): ${count("pass")} tests passed against @koma/sdk/testing and koma-sim`,
     );
 
     const bin = join(app, "node_modules", ".bin", "koma-sim");

@@ -5,7 +5,8 @@
 // the build generates, `npm run release:dry` on that build, the addon with
 // the `testing` feature (for the tests that inject faults), the Node tests (a
 // count of zero fails), the same again on the portable spawn path
-// (KOMA_SDK_SPAWN=portable, what macOS uses), the typings under
+// (KOMA_SDK_SPAWN=portable, what macOS uses), the testing example under
+// vitest (docs/testing.md), the typings under
 // `tsc --strict`, the type check of lib/, and smoke runs of the benchmark
 // and of the turn workloads.
 import { readFileSync } from "node:fs";
@@ -74,6 +75,11 @@ for (const spawn of ["auto", "portable"]) {
   pass += node.pass;
   fail += node.fail;
 }
+
+// docs/testing.md's example under vitest (its node:test form is a test of
+// __test__/testing.test.mjs): the package imported by name, through koma-sim.
+step("the testing example under vitest (examples/testing/vitest)");
+run(process.execPath, [join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--root", root, join("examples", "testing", "vitest")]);
 
 step("typings (tsc --strict), and the type check of lib/ (the package's JavaScript half)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);

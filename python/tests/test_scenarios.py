@@ -16,9 +16,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from helpers import HANG, ROOT, MakeClient
+from helpers import HANG, ROOT, SIM, MakeClient
 from koma_sdk import Client, KomaError
 from koma_sdk._stream import STRIDE
+from koma_sdk.pytest_plugin import FakeKomaFactory
 
 pytestmark = pytest.mark.anyio
 
@@ -661,9 +662,17 @@ class Runner:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-async def test_scenario(sim_client: MakeClient, scenario: dict[str, Any]) -> None:
+async def test_scenario(sim_client: MakeClient, fake_koma: FakeKomaFactory, scenario: dict[str, Any]) -> None:
     sim = scenario.get("sim", {})
-    c = sim_client(faults=sim.get("faults", ()), delay_ms=sim.get("delay_ms", 0), env=sim.get("env"))
+    koma = None
+    if "scenario" in sim:
+        # koma-sim plays a script (koma_sdk.testing: checked, written, recorded).
+        faults = ",".join(sim.get("faults", ()))
+        env = {**({"KOMA_SIM_FAULT": faults} if faults else {}), **sim.get("env", {})}
+        koma = fake_koma(sim["scenario"], executable=SIM, delay_ms=sim.get("delay_ms", 0), env=env)
+        c = koma.client
+    else:
+        c = sim_client(faults=sim.get("faults", ()), delay_ms=sim.get("delay_ms", 0), env=sim.get("env"))
     failure: BaseException | None = None
     async with anyio.create_task_group() as tg:
         try:
@@ -673,5 +682,7 @@ async def test_scenario(sim_client: MakeClient, scenario: dict[str, Any]) -> Non
         # What still runs in the background (a loop over events(), a run
         # waiting on its handler) ends with the client.
         tg.cancel_scope.cancel()
+    if koma is not None:
+        await koma.aclose()
     if failure is not None:
         raise failure

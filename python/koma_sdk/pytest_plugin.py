@@ -1,0 +1,61 @@
+"""koma_sdk's pytest plugin (registered by the package's `pytest11` entry
+point): the fixture `fake_koma`, a factory of `koma_sdk.testing.FakeKoma`
+whose fakes are stopped when the test ends.
+
+    async def test_deploy(fake_koma):
+        koma = fake_koma(Scenario(turns=[ScriptedTurn([Output("done")])]))
+        await koma.client.create()
+        ...
+
+The fixture is a plain one, so it serves any runner of async tests:
+pytest-asyncio, anyio's plugin (asyncio and trio), pytest-trio. Each fake's
+folder is under the test's `tmp_path` (kept by pytest for a look after a
+failure). At the end of the test, a client the test left open is stopped at
+once (its koma-sim killed and reaped); `await koma.aclose()` in the test
+closes it gracefully first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from .testing import FakeKoma, Scenario
+
+__all__ = ["FakeKomaFactory", "fake_koma"]
+
+
+class FakeKomaFactory(Protocol):
+    """What the `fake_koma` fixture is: `fake_koma(scenario, **options)`
+    makes a `FakeKoma` (its options are `FakeKoma`'s, without `dir`)."""
+
+    def __call__(
+        self,
+        scenario: Scenario | Mapping[str, Any],
+        *,
+        executable: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        delay_ms: int = 0,
+        cwd: str | os.PathLike[str] | None = None,
+        trace: bool | None = None,
+        hello_timeout: float | None = 15.0,
+    ) -> FakeKoma: ...
+
+
+@pytest.fixture
+def fake_koma(tmp_path: Path) -> Iterator[FakeKomaFactory]:
+    """A factory of fake Komas (koma-sim playing a scenario), stopped when the test ends."""
+    made: list[FakeKoma] = []
+
+    def make(scenario: Scenario | Mapping[str, Any], **options: Any) -> FakeKoma:
+        koma = FakeKoma(scenario, dir=tmp_path / f"koma-{len(made) + 1}", **options)
+        made.append(koma)
+        return koma
+
+    yield make
+    for koma in made:
+        koma.stop()
