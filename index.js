@@ -48,109 +48,123 @@ function noAddon(error) {
 }
 
 const { Client } = binding;
-const { KomaError, makeError, isKomaError, frameless } = require("./lib/errors.js");
-const { onAbort, offAbort } = require("./lib/signals.js");
-const { traceSubscribed, publishTrace } = require("./lib/trace.js");
-binding.__setGlue({
-  clientStream: require("./lib/stream.js").clientStream,
-  makeTurn: require("./lib/turn.js").makeTurn,
-  makeError,
-  onAbort,
-  offAbort,
-  traceSubscribed,
-  publishTrace,
-});
-
-// `util.inspect(client)` (and console.log) shows koma's pid and where the
-// client is in its life: `Client { pid: 1234, phase: 'ready' }`. The phase
-// comes from the addon's `__phase` getter, taken off the prototype: it is
-// not part of the API.
-const phaseOf = Object.getOwnPropertyDescriptor(Client.prototype, "__phase").get;
-delete Client.prototype.__phase;
-Object.defineProperty(Client.prototype, Symbol.for("nodejs.util.inspect.custom"), {
-  value: function inspectClient(_depth, options, inspect) {
-    if (!(this instanceof Client)) return this; // Client.prototype itself: inspected as usual
-    const shown = { pid: this.pid, phase: phaseOf.call(this) };
-    return typeof inspect === "function" ? `Client ${inspect(shown, options)}` : `Client { pid: ${shown.pid}, phase: '${shown.phase}' }`;
-  },
-  writable: true,
-  configurable: true,
-});
-
-/** The error of a method called without its client. */
-function detached(name) {
-  return makeError(
-    "invalid_params",
-    `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`,
-  );
+// What follows changes the addon's `Client` once. A second evaluation of
+// this file in one process (a test runner that runs the package's modules
+// itself, beside Node's own loader: vitest does for a package it inlines)
+// finds the same addon and takes the first evaluation's exports.
+const SET_UP = Symbol.for("@koma/sdk: Client set up");
+if (!Object.hasOwn(Client, SET_UP)) {
+  Object.defineProperty(Client, SET_UP, { value: setUp() });
 }
 
-/** An error settled from the event loop (no frame of its own) gets the stack of the `await` that catches it. */
-function traced(error) {
-  if (error instanceof KomaError && frameless(error.stack) && typeof Error.captureStackTrace === "function") {
-    Error.captureStackTrace(error, traced);
+function setUp() {
+  const { KomaError, makeError, isKomaError, frameless } = require("./lib/errors.js");
+  const { onAbort, offAbort } = require("./lib/signals.js");
+  const { traceSubscribed, publishTrace } = require("./lib/trace.js");
+  binding.__setGlue({
+    clientStream: require("./lib/stream.js").clientStream,
+    makeTurn: require("./lib/turn.js").makeTurn,
+    makeError,
+    onAbort,
+    offAbort,
+    traceSubscribed,
+    publishTrace,
+  });
+
+  // `util.inspect(client)` (and console.log) shows koma's pid and where the
+  // client is in its life: `Client { pid: 1234, phase: 'ready' }`. The phase
+  // comes from the addon's `__phase` getter, taken off the prototype: it is
+  // not part of the API.
+  const phaseOf = Object.getOwnPropertyDescriptor(Client.prototype, "__phase").get;
+  delete Client.prototype.__phase;
+  Object.defineProperty(Client.prototype, Symbol.for("nodejs.util.inspect.custom"), {
+    value: function inspectClient(_depth, options, inspect) {
+      if (!(this instanceof Client)) return this; // Client.prototype itself: inspected as usual
+      const shown = { pid: this.pid, phase: phaseOf.call(this) };
+      return typeof inspect === "function" ? `Client ${inspect(shown, options)}` : `Client { pid: ${shown.pid}, phase: '${shown.phase}' }`;
+    },
+    writable: true,
+    configurable: true,
+  });
+
+  /** The error of a method called without its client. */
+  function detached(name) {
+    return makeError(
+      "invalid_params",
+      `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`,
+    );
   }
-  return error;
-}
 
-/** Define `Client.prototype[key]` as `wrapped`, with the name `name`. */
-function define(key, wrapped) {
-  Object.defineProperty(Client.prototype, key, { value: wrapped, writable: true, configurable: true });
-}
+  /** An error settled from the event loop (no frame of its own) gets the stack of the `await` that catches it. */
+  function traced(error) {
+    if (error instanceof KomaError && frameless(error.stack) && typeof Error.captureStackTrace === "function") {
+      Error.captureStackTrace(error, traced);
+    }
+    return error;
+  }
 
-/** Wrap the promise method `Client.prototype[key]`: async, and refusing a call without its client. */
-function wrapAsync(key, name) {
-  const method = Client.prototype[key];
-  define(
-    key,
-    {
-      async [name](a, b, c) {
-        if (!(this instanceof Client)) throw detached(name);
-        try {
-          return await method.call(this, a, b, c);
-        } catch (error) {
-          throw traced(error);
-        }
-      },
-    }[name],
-  );
-}
+  /** Define `Client.prototype[key]` as `wrapped`, with the name `name`. */
+  function define(key, wrapped) {
+    Object.defineProperty(Client.prototype, key, { value: wrapped, writable: true, configurable: true });
+  }
 
-/** Wrap `Client.prototype[key]`, which returns no promise, so that a call without its client throws. */
-function guard(key, name) {
-  const method = Client.prototype[key];
-  define(
-    key,
-    {
-      [name](a, b) {
-        if (!(this instanceof Client)) throw detached(name);
-        return method.call(this, a, b);
-      },
-    }[name],
-  );
-}
-// The protocol's methods (lib/methods.js, generated from surface/protocol.json):
-// each is the addon's request() of its wire name, its params checked by the core.
-const protocolMethods = require("./lib/methods.js");
-const request = Client.prototype.request;
-for (const [name, wire, takesParams] of protocolMethods) {
-  define(
-    name,
-    takesParams
-      ? function (params, options) {
-          return request.call(this, wire, params, options);
-        }
-      : function (options) {
-          return request.call(this, wire, undefined, options);
+  /** Wrap the promise method `Client.prototype[key]`: async, and refusing a call without its client. */
+  function wrapAsync(key, name) {
+    const method = Client.prototype[key];
+    define(
+      key,
+      {
+        async [name](a, b, c) {
+          if (!(this instanceof Client)) throw detached(name);
+          try {
+            return await method.call(this, a, b, c);
+          } catch (error) {
+            throw traced(error);
+          }
         },
-  );
-}
-for (const name of ["probe", ...protocolMethods.map(([name]) => name), "request", "close", "run"]) {
-  wrapAsync(name, name);
-}
-for (const name of ["turn", "events"]) guard(name, name);
-wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]");
+      }[name],
+    );
+  }
 
+  /** Wrap `Client.prototype[key]`, which returns no promise, so that a call without its client throws. */
+  function guard(key, name) {
+    const method = Client.prototype[key];
+    define(
+      key,
+      {
+        [name](a, b) {
+          if (!(this instanceof Client)) throw detached(name);
+          return method.call(this, a, b);
+        },
+      }[name],
+    );
+  }
+  // The protocol's methods (lib/methods.js, generated from surface/protocol.json):
+  // each is the addon's request() of its wire name, its params checked by the core.
+  const protocolMethods = require("./lib/methods.js");
+  const request = Client.prototype.request;
+  for (const [name, wire, takesParams] of protocolMethods) {
+    define(
+      name,
+      takesParams
+        ? function (params, options) {
+            return request.call(this, wire, params, options);
+          }
+        : function (options) {
+            return request.call(this, wire, undefined, options);
+          },
+    );
+  }
+  for (const name of ["probe", ...protocolMethods.map(([name]) => name), "request", "close", "run"]) {
+    wrapAsync(name, name);
+  }
+  for (const name of ["turn", "events"]) guard(name, name);
+  wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]");
+
+  return { KomaError, isKomaError };
+}
+
+const { KomaError, isKomaError } = Client[SET_UP];
 module.exports = { Client, KomaError, isKomaError };
 // The addon built for the package's own tests has a census of its live objects.
 if (typeof binding.__census === "function") module.exports.__census = binding.__census;

@@ -305,3 +305,34 @@ test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, 
   assert.ok(e.cause.includes(pkg), `the first cause is the platform package's: ${e.cause}`);
   assert.doesNotMatch(e.cause, /wasm32/);
 });
+
+test("index.js evaluated twice in one process (as a test runner that inlines the package does) sets the addon up once", () => {
+  const script = `
+    const { inspect } = require("node:util");
+    const first = require("./index.js");
+    const stateBefore = first.Client.prototype.state;
+    delete require.cache[require.resolve("./index.js")];
+    const second = require("./index.js");
+    const client = new second.Client({ executable: ${JSON.stringify(SIM)}, env: { KOMA_SIM_HOME: ${JSON.stringify(tempHome())} } });
+    (async () => {
+      const state = await client.state().catch((e) => e);
+      const err = await client.create({ cwd: 1 }).catch((e) => e);
+      await client.close();
+      console.log(JSON.stringify({
+        same: first.Client === second.Client && first.KomaError === second.KomaError && first.isKomaError === second.isKomaError,
+        inspected: inspect(new first.Client({ executable: "x" })),
+        wrappedOnce: second.Client.prototype.state === stateBefore,
+        state: state.status ?? state.message,
+        koma: err instanceof first.KomaError && first.isKomaError(err) && err.code,
+      }));
+    })();`;
+  const run = spawnSync(process.execPath, ["-e", script], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.deepEqual(JSON.parse(run.stdout), {
+    same: true,
+    inspected: "Client { pid: null, phase: 'not_started' }",
+    wrappedOnce: true,
+    state: "idle",
+    koma: "invalid_params",
+  });
+});
