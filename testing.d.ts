@@ -34,8 +34,8 @@ export type Match =
   /**
    * A text in which this regular expression finds a match: Rust's `regex`
    * syntax (not anchored unless it says `^` and `$`; `(?i)` ignores case).
-   * The builder checks it with JavaScript's RegExp, whose syntax differs in
-   * places; look-around and backreferences are refused (Rust has neither).
+   * The check compiles it as koma-sim does; look-around and backreferences
+   * are refused (Rust has neither).
    */
   | { regex: string };
 
@@ -230,7 +230,7 @@ export declare const step: {
 // ---------------------------------------------------------------- checking
 
 /**
- * A scenario with a mistake, found before koma-sim starts. Its message is
+ * A scenario with a mistake, found before a fake starts. Its message is
  * koma-sim's: `bad scenario: <entry>: <field>: <problem>`, for example
  * `bad scenario: turns[0] (contains "deploy"): steps[1].do: unknown step "explode" (...)`.
  */
@@ -247,7 +247,8 @@ export declare class ScenarioError extends Error {
 }
 
 /**
- * Check a scenario as koma-sim checks its file; its JSON text, or a
+ * Check a scenario as koma-sim checks its file (`@koma/sdk/sim`'s koma-sim
+ * reads it, with `koma-sim check-scenario`, and exits); its JSON text, or a
  * {@link ScenarioError} naming its first mistake. `undefined` fields are
  * absent, as in JSON.
  */

@@ -11,9 +11,9 @@ real transport, and records every request your program sent.
         assert koma.approvals() == [("a-1", "deny")]
 
 The classes mirror koma-sim's scenario format (docs/koma-sim.md in the
-repository, "Scenarios"): a scenario is checked before koma-sim starts, and
-its first mistake raises `ScenarioError`, naming the turn and the field in
-koma-sim's words. Under pytest, the `fake_koma` fixture (registered by the
+repository, "Scenarios"): koma-sim checks a scenario (`koma-sim
+check-scenario`) before a fake starts, and its first mistake raises
+`ScenarioError`, naming the turn and the field. Under pytest, the `fake_koma` fixture (registered by the
 package) makes one and stops it when the test ends. docs/testing-python.md
 in the repository is the guide.
 """
@@ -174,8 +174,8 @@ class Contains(_Part):
 class Regex(_Part):
     """A text in which this regular expression finds a match: Rust's `regex`
     syntax (not anchored unless it says `^` and `$`; `(?i)` ignores case).
-    The check compiles it with Python's `re`, whose syntax differs in
-    places; look-around and backreferences are refused (Rust has neither)."""
+    The check compiles it as koma-sim does; look-around and backreferences
+    are refused (Rust has neither)."""
 
     pattern: str
 

@@ -241,10 +241,7 @@ def test_a_bad_regular_expression_is_refused_by_the_builder_and_by_koma_sim(tmp_
     scenario = {"turns": [{"match": {"regex": "fix (.*"}, "steps": []}]}
     e = builder_says(scenario)
     assert (e.entry, e.field) == ('turns[0] (regex "fix (.*")', "match.regex")
-    assert re.match(
-        r"not a valid regular expression: .*checked with Python's re; koma-sim compiles it with Rust's regex crate",
-        e.problem,
-    ), e.problem
+    assert e.problem == "not a valid regular expression: unclosed group"
     said = sim_says(tmp_path, scenario)
     assert said == 'turns[0] (regex "fix (.*"): match.regex: not a valid regular expression: unclosed group'
 
@@ -254,14 +251,13 @@ def test_look_around_and_backreferences_are_refused_and_rusts_own_spellings_take
         (r"^fix(?=\.rs)", "look-around"),
         (r"(?<!un)safe", "look-around"),
         (r"(a)\1", "backreference"),
-        (r"(?P<x>a)(?P=x)", "backreference"),
+        (r"(?P<x>a)(?P=x)", "unrecognized flag"),
     ]:
         e = builder_says(Scenario(turns=[ScriptedTurn([], match=Regex(pattern))]))
         assert e.field == "match.regex"
         assert said in e.problem
-        assert "not a valid regular expression" in sim_says(
-            tmp_path, {"turns": [{"match": {"regex": pattern}, "steps": []}]}
-        )
+        scenario = {"turns": [{"match": {"regex": pattern}, "steps": []}]}
+        assert f"bad scenario: {sim_says(tmp_path, scenario)}" == str(e)
     for pattern in [
         r"(?i)^fix",
         r"(?P<file>\w+)\.rs\z",

@@ -18,6 +18,10 @@ mod step;
 
 const USAGE: &str = "\
 usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
+       koma-sim check-scenario
+                              check the scenario on stdin; exit 0 if it is
+                              good, else 64 with its first mistake as JSON
+                              ({entry, field, problem}) on stdout
        koma-sim --version     print the version
        koma-sim --help        print this help, with the fault switches
 ";
@@ -63,6 +67,26 @@ fn help() -> String {
     text
 }
 
+/// `koma-sim check-scenario`: the scenario on stdin checked; its first
+/// mistake on stdout as JSON and on stderr as a line, exit 64.
+fn check_scenario() -> ! {
+    use std::io::Read;
+    let mut text = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+        eprintln!("koma-sim: cannot read the scenario on stdin: {e}");
+        std::process::exit(64);
+    }
+    match scenario::check(&text) {
+        Ok(()) => std::process::exit(0),
+        Err(m) => {
+            let json = serde_json::json!({"entry": m.entry, "field": m.field, "problem": m.problem});
+            println!("{json}");
+            eprintln!("koma-sim: bad scenario: {m}");
+            std::process::exit(64);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -75,6 +99,7 @@ fn main() {
             print!("{}", help());
             std::process::exit(0);
         }
+        ["check-scenario"] => check_scenario(),
         ["sdk", "serve"] => {}
         _ => {
             eprint!("{USAGE}");

@@ -538,6 +538,22 @@ fn run_with(env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
+/// Runs `koma-sim check-scenario` with `text` on stdin; its exit code,
+/// stdout and stderr.
+fn check_with(text: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .arg("check-scenario")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
 #[test]
 fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
     let home = temp_home("sc-bad");
@@ -632,7 +648,32 @@ fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
         assert_eq!(code, Some(64), "{text}: {stderr}");
         assert_eq!(stdout, "", "{text}: nothing before hello");
         assert_eq!(stderr, format!("koma-sim: bad scenario {path_text}: {want}\n"), "{text}");
+        // check-scenario finds the same mistake, and gives its parts as JSON.
+        let (code, stdout, stderr) = check_with(text);
+        assert_eq!(code, Some(64), "{text}: {stderr}");
+        assert_eq!(stderr, format!("koma-sim: bad scenario: {want}\n"), "{text}");
+        let m: Value = serde_json::from_str(&stdout).unwrap();
+        let parts: Vec<&str> = ["entry", "field", "problem"].iter().map(|k| m[*k].as_str().unwrap()).collect();
+        let joined = parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join(": ");
+        assert_eq!(joined, *want, "{text}");
     }
+    let (code, _, stderr) = check_with(r#"{"turns":[{"match":{"contains":"deploy"},"steps":[{"do":"explode"}]}]}"#);
+    assert_eq!(code, Some(64), "{stderr}");
+    let (_, stdout, _) = check_with(r#"{"methods":[{"method":"state"}]}"#);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!({"entry": "methods[0] (state, every call)", "field": "", "problem": "scripts nothing: give `result`, `error` or `delay_ms`"})
+    );
+    let (_, stdout, _) = check_with(r#"{"turns":[{"match":{"turn":2},"steps":[{"do":"exit"}]}]}"#);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap(),
+        json!({"entry": "turns[0] (turn 2)", "field": "steps[0].code", "problem": "missing (the step `exit` needs `code`)"})
+    );
+    // A good scenario: exit 0, nothing written.
+    assert_eq!(
+        check_with(r#"{"turns":[{"steps":[{"do":"output","text":"hi"}]}]}"#),
+        (Some(0), String::new(), String::new())
+    );
     // A file that is not there, and a record file that cannot be made.
     let missing = home.join("missing.json");
     let (code, stdout, stderr) = run_with(&[("KOMA_SIM_SCENARIO", missing.to_str().unwrap())]);

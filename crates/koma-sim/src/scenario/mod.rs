@@ -6,6 +6,7 @@
 mod parse;
 pub mod script;
 
+pub use parse::Mistake;
 use script::Scenario;
 use std::path::Path;
 
@@ -15,4 +16,12 @@ pub fn load(path: &Path) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read the scenario {} (KOMA_SIM_SCENARIO): {e}", path.display()))?;
     parse::parse(&text).map_err(|e| format!("bad scenario {}: {e}", path.display()))
+}
+
+/// Checks a scenario's text as `load` checks a file: its first mistake, if
+/// it has one. (`koma-sim check-scenario`, which the packages' testing
+/// modules run before they start a fake, so that the format is checked by
+/// this one reader.)
+pub fn check(text: &str) -> Result<(), Mistake> {
+    parse::parse(text).map(|_| ())
 }

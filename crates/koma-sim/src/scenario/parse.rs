@@ -63,10 +63,65 @@ pub const SIGNALS: &[(&str, libc::c_int)] = &[
 /// What a `broken_frame` step writes unless it says.
 pub const BROKEN_LINE: &str = "this line is not JSON (koma-sim scenario)";
 
+/// A scenario's first mistake: the entry (a turn by its index and match, a
+/// method entry by its index, method and call; empty for the scenario
+/// itself), the field's path from it (empty for the entry as a whole), and
+/// what is wrong.
+#[derive(Debug)]
+pub struct Mistake {
+    pub entry: String,
+    pub field: String,
+    pub problem: String,
+}
+
+impl Mistake {
+    /// A mistake in `entry`, from a checker's `field: problem` line (a path
+    /// has no space, so a line whose head has one is all problem).
+    fn at(entry: &str, line: String) -> Mistake {
+        let is_path = |h: &str| {
+            !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '$'))
+        };
+        let (field, problem) = match line.split_once(": ") {
+            Some((head, rest)) if is_path(head) => (head.to_string(), rest.to_string()),
+            _ => (String::new(), line),
+        };
+        Mistake { entry: entry.to_string(), field, problem }
+    }
+}
+
+impl std::fmt::Display for Mistake {
+    /// `<entry>: <field>: <problem>`, without the parts that are empty.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for part in [&self.entry, &self.field] {
+            if !part.is_empty() {
+                write!(f, "{part}: ")?;
+            }
+        }
+        f.write_str(&self.problem)
+    }
+}
+
 /// A scenario from the text of its file.
-pub fn parse(text: &str) -> Result<Scenario, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let top = Obj::new(&v, "", "the scenario", TOP)?;
+pub fn parse(text: &str) -> Result<Scenario, Mistake> {
+    let v: Value = serde_json::from_str(text).map_err(|e| Mistake::at("", format!("not JSON: {e}")))?;
+    let (unscripted, turns, methods) = top(&v).map_err(|e| Mistake::at("", e))?;
+    let mut turn_entries = Vec::new();
+    for (i, t) in turns.iter().enumerate() {
+        let at = format!("turns[{i}]{}", describe_turn(t));
+        turn_entries.push(turn(t).map_err(|e| Mistake::at(&at, e))?);
+    }
+    let mut method_entries = Vec::new();
+    for (i, m) in methods.iter().enumerate() {
+        let at = format!("methods[{i}]{}", describe_method(m));
+        method_entries.push(method(m).map_err(|e| Mistake::at(&at, e))?);
+    }
+    Ok(Scenario { turns: Turns::new(turn_entries, unscripted), methods: Methods::new(method_entries) })
+}
+
+/// The scenario's own fields: how unscripted turns go, its turns, its
+/// method entries.
+fn top(v: &Value) -> Result<(Unscripted, &[Value], &[Value]), String> {
+    let top = Obj::new(v, "", "the scenario", TOP)?;
     if let Some(f) = top.uint("format")? {
         if f != 1 {
             return Err(format!("format: must be 1 (the only format there is), not {f}"));
@@ -79,17 +134,9 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
         Some("agent") => Unscripted::Agent,
         Some(other) => return Err(format!("unscripted: must be \"agent\" or \"error\", not {}", quote(other))),
     };
-    let mut turns = Vec::new();
-    for (i, t) in top.array("turns")?.unwrap_or(&[]).iter().enumerate() {
-        let at = format!("turns[{i}]{}", describe_turn(t));
-        turns.push(turn(t).map_err(|e| format!("{at}: {e}"))?);
-    }
-    let mut methods = Vec::new();
-    for (i, m) in top.array("methods")?.unwrap_or(&[]).iter().enumerate() {
-        let at = format!("methods[{i}]{}", describe_method(m));
-        methods.push(method(m).map_err(|e| format!("{at}: {e}"))?);
-    }
-    Ok(Scenario { turns: Turns::new(turns, unscripted), methods: Methods::new(methods) })
+    let turns = top.array("turns")?.unwrap_or(&[]);
+    let methods = top.array("methods")?.unwrap_or(&[]);
+    Ok((unscripted, turns, methods))
 }
 
 fn turn(v: &Value) -> Result<TurnEntry, String> {
