@@ -215,7 +215,10 @@ export interface Scenario {
 export declare const step: {
   output(text: string): OutputStep;
   tool(tool: string, output: Json, options?: { input?: Json | undefined; error?: boolean | undefined }): ToolStep;
-  approval(tool: string, options?: { input?: Json | undefined; allow?: ApprovalBranch | undefined; deny?: ApprovalBranch | undefined }): ApprovalStep;
+  approval(
+    tool: string,
+    options?: { input?: Json | undefined; allow?: ApprovalBranch | undefined; deny?: ApprovalBranch | undefined },
+  ): ApprovalStep;
   /** Without `ms`: until the turn is interrupted. */
   pause(ms?: number): PauseStep;
   event(name: string, data?: Json): EventStep;

@@ -91,7 +91,8 @@ impl Collected {
             })
             .collect::<Vec<_>>();
         let capacity = 128 + tool_calls.len() * 96;
-        let output = if self.output.is_empty() { LiftedText::Empty } else { LiftedText::Lifted(self.output.into_chars()) };
+        let output =
+            if self.output.is_empty() { LiftedText::Empty } else { LiftedText::Lifted(self.output.into_chars()) };
         JsonWriter::with_capacity(capacity).write(TurnResult {
             turn: id.map(str::to_owned),
             status: self.status.unwrap_or_else(|| "unknown".to_owned()),
