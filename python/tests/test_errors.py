@@ -12,9 +12,9 @@ import traceback
 from pathlib import Path
 
 import pytest
-from helpers import SIM, sim_env
 
 import koma_sdk
+from helpers import SIM, sim_env
 from koma_sdk import Client, KomaError, RemoteError
 from koma_sdk.testing import ScenarioError, check_scenario
 
@@ -52,7 +52,11 @@ def test_an_error_pickles_whole_class_code_message_remote_and_result() -> None:
     again = pickle.loads(pickle.dumps(e))
     assert type(again) is koma_sdk.RemoteFailure
     assert (again.code, again.message, str(again)) == (e.code, e.message, str(e))
-    assert (again.remote.code, again.remote.message, again.remote.data) == ("busy", "a turn is running", {"turn": "t-1"})
+    assert (again.remote.code, again.remote.message, again.remote.data) == (
+        "busy",
+        "a turn is running",
+        {"turn": "t-1"},
+    )
     assert again.result == e.result
     timed_out = pickle.loads(pickle.dumps(KomaError("timeout", "x")))
     assert type(timed_out) is koma_sdk.TimedOut and isinstance(timed_out, TimeoutError)
@@ -88,7 +92,9 @@ def test_a_scenario_error_is_named_by_the_module_it_is_imported_from() -> None:
     with pytest.raises(ScenarioError) as info:
         check_scenario({"turns": [{"steps": [{"do": "sing"}]}]})
     assert ScenarioError.__module__ == "koma_sdk.testing"
-    assert traceback.format_exception_only(type(info.value), info.value)[-1].startswith("koma_sdk.testing.ScenarioError: ")
+    assert traceback.format_exception_only(type(info.value), info.value)[-1].startswith(
+        "koma_sdk.testing.ScenarioError: "
+    )
 
 
 def test_a_scenario_mistake_under_pytest_shows_the_test_not_the_plugin(tmp_path: Path) -> None:
