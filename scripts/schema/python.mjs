@@ -20,6 +20,8 @@ function docstring(text, indent) {
   lines[lines.length - 1] += '"""';
   return lines;
 }
+/** A constant as Python writes it. */
+const pyLit = (v) => (v === true ? "True" : v === false ? "False" : v === null ? "None" : quote(v));
 const comment = (text) => (text ? doc(text, "#: ", 116) : []);
 
 /** Which object defs are TypedDicts (event data, and what it holds) and which dataclasses. */
@@ -56,7 +58,7 @@ function pyType(s, where, td) {
         return td && def.schema.type === "object" ? tdName(def) : pyName(def);
       }
       case "const":
-        return `Literal[${quote(s.const)}]`;
+        return `Literal[${pyLit(s.const)}]`;
       case "enum": {
         const values = s.enum.filter((v) => v !== null);
         return `Literal[${values.map(quote).join(", ")}]${s.enum.includes(null) ? " | None" : ""}`;
@@ -100,7 +102,7 @@ function dataclass(def, classes) {
     out.push(`    ${name}: ${type}${req ? "" : type === "Any" ? " = None" : " | None = None"}`);
   }
   for (const [n, p] of members.filter(([, p]) => "const" in p))
-    out.push(`    ${n}: ClassVar[Literal[${quote(p.const)}]] = ${quote(p.const)}`);
+    out.push(`    ${n}: ClassVar[Literal[${pyLit(p.const)}]] = ${pyLit(p.const)}`);
   const table = fields.map(([n, p]) => `(${quote(n)}, ${converter(p, classes)})`);
   out.push(`    _fields: ClassVar[Fields] = (${table.join(", ")}${table.length === 1 ? "," : ""})`);
   return out;
@@ -129,7 +131,7 @@ function typedDict(def) {
 function extension(def, base, typed) {
   const out = ["", "", `class ${pyName(def)}(${base}):`, ...docstring(def.schema.description, "    "), ""];
   for (const [n, p] of Object.entries(def.schema.properties ?? {})) {
-    if ("const" in p) out.push(`    ${n}: ClassVar[Literal[${quote(p.const)}]] = ${quote(p.const)}`);
+    if ("const" in p) out.push(`    ${n}: ClassVar[Literal[${pyLit(p.const)}]] = ${pyLit(p.const)}`);
     else out.push(`    ${n}: ${p.$def && typed.has(p.$def) ? tdName(p.$def) : pyType(p, { file: def.file, path: def.path }, true)}`);
   }
   return out;
