@@ -112,3 +112,32 @@ def test_a_scenario_mistake_under_pytest_shows_the_test_not_the_plugin(tmp_path:
     assert "ScenarioError" in out and "test_mistake.py" in out, out
     for internal in ("pytest_plugin.py", "_scenario.py"):
         assert internal not in out, f"{internal} shows in:\n{out}"
+
+
+def test_the_options_of_sdk_schema_are_the_keyword_arguments_of_their_functions() -> None:
+    """Options are keyword arguments in Python: each of `sdk.schema.json`'s
+    options that Python has is one of its function's, and its function has
+    no other option."""
+    import inspect
+    import re
+
+    defs = json.loads((ROOT / "schema" / "sdk.schema.json").read_text())["$defs"]
+    checked = 0
+    for name, schema in defs.items():
+        function = schema.get("x-python-function")
+        if function is None:
+            continue
+        target: object = koma_sdk
+        for part in function.split("."):
+            target = getattr(target, part)
+        params = inspect.signature(target.__init__ if isinstance(target, type) else target).parameters  # type: ignore[misc]
+        options = {
+            re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key)
+            for key, prop in schema["properties"].items()
+            if "python" in prop.get("x-langs", ["node", "python"])
+        }
+        keywords = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert keywords <= options, f"{function}: keywords {sorted(keywords - options)} are not in {name}"
+        assert options <= set(params), f"{function}: {name}'s {sorted(options - set(params))} are not its arguments"
+        checked += 1
+    assert checked == 4
