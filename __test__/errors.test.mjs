@@ -23,7 +23,14 @@ const shape = (e) => ({
 });
 
 /** What an error of the package of `code` is: of its code's class (and no other's), named `name`. */
-const koma = (name, code) => ({ instance: true, guard: true, isError: true, of: CODES.filter(([c]) => c === code).map(([, cls]) => cls), name, code });
+const koma = (name, code) => ({
+  instance: true,
+  guard: true,
+  isError: true,
+  of: CODES.filter(([c]) => c === code).map(([, cls]) => cls),
+  name,
+  code,
+});
 
 test("every error of the package is a KomaError, of the class of its code, named by what it is", { timeout: 30000 }, async (t) => {
   // Thrown by the constructor.

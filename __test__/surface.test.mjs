@@ -19,7 +19,17 @@ const GENERATED = OUTPUTS.filter((o) => o.make).map((o) => o.file);
 function copy(t) {
   const dir = mkdtempSync(join(tmpdir(), "koma-generate-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  for (const file of ["scripts/generate.mjs", "scripts/schema", "scripts/lib/repo.mjs", "schema", "rustfmt.toml", "src/header.d.ts", "python/dev.py", "python/pyproject.toml", ...GENERATED])
+  for (const file of [
+    "scripts/generate.mjs",
+    "scripts/schema",
+    "scripts/lib/repo.mjs",
+    "schema",
+    "rustfmt.toml",
+    "src/header.d.ts",
+    "python/dev.py",
+    "python/pyproject.toml",
+    ...GENERATED,
+  ])
     cpSync(join(root, file), join(dir, file), { recursive: true });
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   return dir;
@@ -51,7 +61,9 @@ test("a generated file edited by hand fails the check, which names it", (t) => {
     const before = readFileSync(join(dir, file), "utf8");
     // Inside the generated part: a file's region, or after its first line
     // (index.d.ts's end is napi's, which the build's check covers).
-    const edited = /generated:\w+/.test(before) ? before.replace(/(generated:\w+.*\n)/, "$1edited by hand\n") : before.replace(/\n/, "\nedited by hand\n");
+    const edited = /generated:\w+/.test(before)
+      ? before.replace(/(generated:\w+.*\n)/, "$1edited by hand\n")
+      : before.replace(/\n/, "\nedited by hand\n");
     writeFileSync(join(dir, file), edited);
     const run = check(dir);
     assert.equal(run.status, 1, `${file}: ${run.stdout}`);
@@ -75,13 +87,22 @@ test("a schema outside the project's subset, or whose $ref names no type, fails 
   const dir = copy(t);
   const cases = [
     // A keyword misspelt: 2020-12 allows unknown keywords; the subset does not.
-    [(doc) => (doc.$defs.Hello.properties.binary.descripton = "x"), /at \/\$defs\/Hello\/properties\/binary: outside the subset.*descripton/],
+    [
+      (doc) => (doc.$defs.Hello.properties.binary.descripton = "x"),
+      /at \/\$defs\/Hello\/properties\/binary: outside the subset.*descripton/,
+    ],
     // A $ref to a type that does not exist.
-    [(doc) => (doc.$defs.Hello.properties.binary.$ref = "#/$defs/BinaryInfos"), /at \/\$defs\/Hello\/properties\/binary\/\$ref: \$ref "#\/\$defs\/BinaryInfos" names no type/],
+    [
+      (doc) => (doc.$defs.Hello.properties.binary.$ref = "#/$defs/BinaryInfos"),
+      /at \/\$defs\/Hello\/properties\/binary\/\$ref: \$ref "#\/\$defs\/BinaryInfos" names no type/,
+    ],
     // `required` naming no property.
     [(doc) => doc.$defs.Hello.required.push("binaries"), /at \/\$defs\/Hello\/required: "binaries" is not a property/],
     // A type defined twice (here and in protocol.schema.json).
-    [(doc) => (doc.$defs.ErrorCode = { description: "x", oneOf: [{ const: "a", description: "x", "x-written": "no", "x-class": "A" }] }), /ErrorCode is defined in/],
+    [
+      (doc) => (doc.$defs.ErrorCode = { description: "x", oneOf: [{ const: "a", description: "x", "x-written": "no", "x-class": "A" }] }),
+      /ErrorCode is defined in/,
+    ],
   ];
   for (const [change, message] of cases) {
     const before = readFileSync(join(dir, "schema/sdk.schema.json"), "utf8");
@@ -102,7 +123,13 @@ test("a method added to the schema makes every file that lists methods stale", (
   });
   const run = check(dir);
   assert.equal(run.status, 1);
-  for (const file of ["crates/koma-transport/src/surface.rs", "lib/surface.js", "python/koma_sdk/_surface.py", "index.d.ts", "docs/protocol.md"])
+  for (const file of [
+    "crates/koma-transport/src/surface.rs",
+    "lib/surface.js",
+    "python/koma_sdk/_surface.py",
+    "index.d.ts",
+    "docs/protocol.md",
+  ])
     assert.ok(run.stderr.includes(file), `${file} is stale: ${run.stderr}`);
 });
 
