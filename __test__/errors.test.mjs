@@ -271,3 +271,20 @@ test("the classes of the codes are the package's names, for require() and for im
   }
   for (const name of ["Client", "KomaError", "isKomaError"]) assert.equal(esm[name], sdk[name], name);
 });
+
+test("an option given as undefined is as if it were left out (as the typings say, under exactOptionalPropertyTypes)", {
+  timeout: 30000,
+}, async (t) => {
+  const opts = { signal: undefined, timeout: undefined };
+  const client = simClient(t, { cwd: undefined, trace: undefined, helloTimeout: undefined });
+  await client.create({ cwd: undefined, model: undefined }, opts);
+  assert.equal((await client.state(opts)).status, "idle");
+  const result = await client.run({ text: "hello" }, { onApproval: "allow", mode: undefined, signal: undefined, timeout: undefined });
+  assert.equal(result.status, "completed");
+  const turn = client.turn({ text: "again" }, { onApproval: undefined, mode: undefined, signal: undefined, timeout: undefined });
+  for await (const _ of turn);
+  assert.equal((await turn.result).status, "completed");
+  const loop = client.events(opts); // bad options would throw here
+  await loop.return?.();
+  await client.close(opts);
+});

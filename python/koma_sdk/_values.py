@@ -26,25 +26,45 @@ def obj(value: Any, what: str = "the result") -> Any:
     return value
 
 
-def _member(value: Any, how: Any) -> Any:
-    if how is None:
-        return value
-    if isinstance(how, list):
-        return [how[0]._wire(v) for v in value] if isinstance(value, list) else value
-    return how._wire(value)
+def _list_of(of: type[Wire]) -> Any:
+    def convert(value: Any) -> Any:
+        return [of._wire(v) for v in value] if isinstance(value, list) else value
+
+    return convert
 
 
 class Wire:
-    """The base of the generated result classes (frozen, slotted dataclasses)."""
+    """The base of the generated result classes (frozen, slotted dataclasses):
+    `_wire` makes one from the JSON the core handed over, by the class's
+    table of fields. Each class gets a `_wire` of its own, written from its
+    table when the class is made (as `dataclass` writes `__init__`): a call's
+    result is converted on every call."""
 
     __slots__ = ()
     _fields: ClassVar[Fields] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        scope: dict[str, Any] = {"obj": obj}
+        args = []
+        for i, (key, how) in enumerate(cls._fields):
+            if how is None:
+                args.append(f"get({key!r})")
+            else:
+                scope[f"convert_{i}"] = _list_of(how[0]) if isinstance(how, list) else how._wire
+                args.append(f"convert_{i}(get({key!r}))")
+        source = (
+            "def _wire(cls, value):\n"
+            "    get = (value if type(value) is dict else obj(value)).get\n"
+            f"    return cls({', '.join(args)})\n"
+        )
+        exec(source, scope)  # the source is made from the generated table only
+        cls._wire = classmethod(scope["_wire"])  # type: ignore[method-assign, assignment]
+
     @classmethod
     def _wire(cls: type[W], value: Any) -> W:
-        """One made from the JSON the core handed over."""
-        d = obj(value)
-        return cls(*[_member(d.get(key), how) for key, how in cls._fields])
+        """One made from the JSON the core handed over (each class has its own, see above)."""
+        raise NotImplementedError
 
 
 class EventBase:
