@@ -28,10 +28,10 @@ from koma_sdk import (
     KomaError,
     RemoteError,
     RemoteFailure,
-    TimedOut,
-    TransportFailure,
     State,
+    TimedOut,
     ToolCall,
+    TransportFailure,
     Turn,
     TurnResult,
 )
