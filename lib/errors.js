@@ -18,9 +18,10 @@ const { errors } = require("./surface.js");
 
 /**
  * @typedef {{ cause?: unknown, result?: unknown, remote?: unknown }} Options
+ * @typedef {new (message: string, options?: Options) => KomaError} OfCode the class of a code
  */
 
-/** @type {Map<string, typeof KomaError>} */
+/** @type {Map<string, OfCode>} */
 const classes = new Map();
 
 class KomaError extends Error {
@@ -63,7 +64,7 @@ class KomaError extends Error {
 Object.defineProperty(KomaError.prototype, "name", { value: "KomaError", writable: true, configurable: true });
 
 /** The classes of the codes, by their names (`{ TransportFailure, ... }`). */
-const byName = /** @type {Record<string, typeof KomaError>} */ ({});
+const byName = /** @type {Record<string, OfCode>} */ ({});
 for (const [code, className, name] of errors) {
   const Class = {
     [className]: class extends KomaError {
