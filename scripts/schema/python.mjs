@@ -8,7 +8,7 @@
 // ruff itself (format.mjs); the hand-written halves are _values.py and
 // _errors.py.
 import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
-import { doc, NOTE, pascal, quote, snake } from "./names.mjs";
+import { doc, NOTE, quote, snake } from "./names.mjs";
 
 export const pyName = (def) => def.schema["x-python-name"] ?? def.name;
 const tdName = (def) => (def.name.endsWith("Data") ? def.name : `${def.name}Data`);
@@ -328,4 +328,3 @@ export function pyExceptions(m) {
   );
 }
 
-export { pascal };
