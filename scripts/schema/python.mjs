@@ -327,4 +327,3 @@ export function pyExceptions(m) {
     m.errors.map((e) => e.className),
   );
 }
-
