@@ -13,7 +13,7 @@
 //   state()`) rejects with `invalid_params` instead of throwing V8's
 //   "Illegal invocation" (`turn()` and `events()`, which return no promise,
 //   throw that error);
-// - the package's errors (`KomaError`, `isKomaError`: `lib/errors.js`);
+// - the package's errors (`KomaError`, a class per code, `isKomaError`: `lib/errors.js`);
 // - each method that returns a promise is an `async` function around the
 //   addon's, so that an error settled later, from the event loop (a
 //   timeout, koma's answer), gets the stack where the caller awaited: V8's
@@ -58,7 +58,7 @@ if (!Object.hasOwn(Client, SET_UP)) {
 }
 
 function setUp() {
-  const { KomaError, makeError, isKomaError, frameless } = require("./lib/errors.js");
+  const { KomaError, classes, makeError, isKomaError, frameless } = require("./lib/errors.js");
   const { onAbort, offAbort } = require("./lib/signals.js");
   const { traceSubscribed, publishTrace } = require("./lib/trace.js");
   binding.__setGlue({
@@ -139,9 +139,9 @@ function setUp() {
       }[name],
     );
   }
-  // The protocol's methods (lib/methods.js, generated from surface/protocol.json):
-  // each is the addon's request() of its wire name, its params checked by the core.
-  const protocolMethods = require("./lib/methods.js");
+  // The protocol's methods (lib/surface.js, generated from schema/): each is
+  // the addon's request() of its wire name, its params checked by the core.
+  const protocolMethods = require("./lib/surface.js").methods;
   const request = Client.prototype.request;
   for (const [name, wire, takesParams] of protocolMethods) {
     define(
@@ -161,10 +161,10 @@ function setUp() {
   for (const name of ["turn", "events"]) guard(name, name);
   wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]");
 
-  return { KomaError, isKomaError };
+  return { KomaError, isKomaError, classes };
 }
 
-const { KomaError, isKomaError } = Client[SET_UP];
-module.exports = { Client, KomaError, isKomaError };
+const { KomaError, isKomaError, classes } = Client[SET_UP];
+module.exports = { Client, KomaError, isKomaError, ...classes };
 // The addon built for the package's own tests has a census of its live objects.
 if (typeof binding.__census === "function") module.exports.__census = binding.__census;

@@ -50,20 +50,20 @@ export interface ToolStep {
   do: "tool";
   tool: string;
   /** `{}` if absent. */
-  input?: Json;
+  input?: Json | undefined;
   output: Json;
   /** `false` if absent. */
-  error?: boolean;
+  error?: boolean | undefined;
 }
 
 /** What follows a decision of an approval. */
 export interface ApprovalBranch {
   /** The call's `tool_result` output: `"allowed"` or `"denied"` if absent. */
-  output?: Json;
+  output?: Json | undefined;
   /** The `tool_result`'s error: `false` after an allow, `true` after a deny, if absent. */
-  error?: boolean;
+  error?: boolean | undefined;
   /** Played after the `tool_result`, before the rest of the turn. */
-  steps?: Step[];
+  steps?: Step[] | undefined;
 }
 
 /**
@@ -75,15 +75,15 @@ export interface ApprovalStep {
   do: "approval";
   tool: string;
   /** `{}` if absent. */
-  input?: Json;
-  allow?: ApprovalBranch;
-  deny?: ApprovalBranch;
+  input?: Json | undefined;
+  allow?: ApprovalBranch | undefined;
+  deny?: ApprovalBranch | undefined;
 }
 
 /** Wait `ms` milliseconds; without `ms`, until the turn is interrupted (or koma-sim stops). */
 export interface PauseStep {
   do: "pause";
-  ms?: number;
+  ms?: number | undefined;
 }
 
 /** An event of any name (outside the catalog too) with this data. */
@@ -91,15 +91,15 @@ export interface EventStep {
   do: "event";
   name: string;
   /** `{}` if absent. */
-  data?: Json;
+  data?: Json | undefined;
 }
 
 /** `turn_finished {turn, status, error?}`: the turn ends here (it must be the last step of its list). */
 export interface FinishStep {
   do: "finish";
   /** Any string, outside the catalog too; `"completed"` if absent. */
-  status?: string;
-  error?: string;
+  status?: string | undefined;
+  error?: string | undefined;
 }
 
 /** koma-sim exits with this code (0 to 255); what it queued is written first. */
@@ -139,7 +139,7 @@ export interface StopAnsweringStep {
 /** This line on stdout (`"this line is not JSON (koma-sim scenario)"` if absent); then the turn goes on. */
 export interface BrokenFrameStep {
   do: "broken_frame";
-  line?: string;
+  line?: string | undefined;
 }
 
 /** What the agent does, one step at a time. */
@@ -158,28 +158,28 @@ export type Step =
 /** A turn entry: the turns it plays (by `match`, `times` of them) and their steps. */
 export interface ScriptedTurn {
   /** Absent: any text. */
-  match?: Match;
+  match?: Match | undefined;
   /** How many turns it plays: 1 if absent, or `"always"`. */
-  times?: number | "always";
+  times?: number | "always" | undefined;
   /** Played in order; when they run out, the turn finishes `completed`. */
   steps: Step[];
-  about?: string;
+  about?: string | undefined;
 }
 
 /** A scripted remote error. */
 export interface ScriptedError {
   code: string;
   /** `"<code> (scripted by the scenario)"` if absent. */
-  message?: string;
-  data?: Json;
+  message?: string | undefined;
+  data?: Json | undefined;
 }
 
 interface MethodAnswerBase {
   /** The method (one koma-sim does not have, too). */
   method: string;
   /** The Nth request of this method (1 is the first); absent: every one. */
-  nth?: number;
-  about?: string;
+  nth?: number | undefined;
+  about?: string | undefined;
 }
 
 /**
@@ -189,33 +189,36 @@ interface MethodAnswerBase {
  */
 export type MethodAnswer = MethodAnswerBase &
   (
-    | { result: Json; error?: never; delay_ms?: number }
-    | { error: ScriptedError; result?: never; delay_ms?: number }
+    | { result: Json; error?: never; delay_ms?: number | undefined }
+    | { error: ScriptedError; result?: never; delay_ms?: number | undefined }
     | { delay_ms: number; result?: never; error?: never }
   );
 
 /** A scenario: koma-sim's file (`KOMA_SIM_SCENARIO`), format 1. */
 export interface Scenario {
   /** Tried in this order for each turn that starts. */
-  turns?: ScriptedTurn[];
+  turns?: ScriptedTurn[] | undefined;
   /** Scripted answers to requests. */
-  methods?: MethodAnswer[];
+  methods?: MethodAnswer[] | undefined;
   /**
    * A turn no entry matches: `"error"` (the default) refuses the request
    * with the remote error `unscripted`; `"agent"` lets koma-sim's keyword
    * agent play it.
    */
-  unscripted?: "error" | "agent";
-  format?: 1;
-  about?: string;
-  $schema?: string;
+  unscripted?: "error" | "agent" | undefined;
+  format?: 1 | undefined;
+  about?: string | undefined;
+  $schema?: string | undefined;
 }
 
 /** The steps as functions that return their objects. */
 export declare const step: {
   output(text: string): OutputStep;
-  tool(tool: string, output: Json, options?: { input?: Json; error?: boolean }): ToolStep;
-  approval(tool: string, options?: { input?: Json; allow?: ApprovalBranch; deny?: ApprovalBranch }): ApprovalStep;
+  tool(tool: string, output: Json, options?: { input?: Json | undefined; error?: boolean | undefined }): ToolStep;
+  approval(
+    tool: string,
+    options?: { input?: Json | undefined; allow?: ApprovalBranch | undefined; deny?: ApprovalBranch | undefined },
+  ): ApprovalStep;
   /** Without `ms`: until the turn is interrupted. */
   pause(ms?: number): PauseStep;
   event(name: string, data?: Json): EventStep;
@@ -274,13 +277,13 @@ export declare function readRecord(file: string): RecordedRequest[];
 
 export interface FakeKomaOptions {
   /** koma-sim to run; default: `simPath` of `@koma/sdk/sim`. */
-  executable?: string;
+  executable?: string | undefined;
   /** More environment for koma-sim (`KOMA_SIM_FAULT`, ...). */
   env?: Record<string, string | undefined>;
   /** `KOMA_SIM_DELAY_MS`: 0 unless given (scripted steps are not paced by it). */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** The client's other options. */
-  client?: Omit<ClientOptions, "executable" | "env">;
+  client?: Omit<ClientOptions, "executable" | "env"> | undefined;
 }
 
 /**

@@ -1,18 +1,38 @@
-// The package's errors (a KomaError class, names, the caller's stack), the
+// The package's errors (a KomaError class and a class per code, names, the
+// caller's stack, a program's own), the
 // options every method takes (events' signal and timeout, close's), one
 // abort listener per signal, and what a refused create says.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
-import { Client, alive, sdk, simClient, rejection } from "./helpers.mjs";
+import { createRequire } from "node:module";
+import { Client, alive, root, sdk, simClient, rejection } from "./helpers.mjs";
 
 const { KomaError, isKomaError } = sdk;
+/** [code, class name, name] of each code (generated from schema/protocol.schema.json). */
+const { errors: CODES } = createRequire(import.meta.url)(`${root}/lib/surface.js`);
 
-/** The error's class, name and code, as one value to compare. */
-const shape = (e) => ({ instance: e instanceof KomaError, guard: isKomaError(e), isError: e instanceof Error, name: e.name, code: e.code });
+/** The error's class, the classes of codes it is an instance of, name and code, as one value to compare. */
+const shape = (e) => ({
+  instance: e instanceof KomaError,
+  guard: isKomaError(e),
+  isError: e instanceof Error,
+  of: CODES.filter(([, cls]) => e instanceof sdk[cls]).map(([, cls]) => cls),
+  name: e.name,
+  code: e.code,
+});
 
-test("every error of the package is a KomaError, named by what it is, its code kept", { timeout: 30000 }, async (t) => {
-  const koma = (name, code) => ({ instance: true, guard: true, isError: true, name, code });
+/** What an error of the package of `code` is: of its code's class (and no other's), named `name`. */
+const koma = (name, code) => ({
+  instance: true,
+  guard: true,
+  isError: true,
+  of: CODES.filter(([c]) => c === code).map(([, cls]) => cls),
+  name,
+  code,
+});
+
+test("every error of the package is a KomaError, of the class of its code, named by what it is", { timeout: 30000 }, async (t) => {
   // Thrown by the constructor.
   let thrown;
   try {
@@ -64,16 +84,38 @@ test("every error of the package is a KomaError, named by what it is, its code k
   assert.equal(remote.remote.code, "unknown_approval");
 });
 
-test("isKomaError and instanceof are true for the package's errors only; the class has no public constructor", () => {
+test("isKomaError and instanceof are true for the errors the package's constructors make only", () => {
   const lookalike = Object.assign(new Error("not ours"), { code: "timeout" });
   assert.equal(isKomaError(lookalike), false);
   assert.equal(lookalike instanceof KomaError, false);
-  const fromPrototype = Object.create(KomaError.prototype);
+  assert.equal(lookalike instanceof sdk.TimedOut, false);
+  const fromPrototype = Object.create(sdk.TimedOut.prototype);
   assert.equal(isKomaError(fromPrototype), false);
   assert.equal(fromPrototype instanceof KomaError, false);
+  assert.equal(fromPrototype instanceof sdk.TimedOut, false);
   for (const v of [null, undefined, "timeout", { code: "remote" }]) assert.equal(isKomaError(v), false);
-  assert.throws(() => new KomaError("timeout", "x"), TypeError);
   assert.equal(KomaError.prototype.name, "KomaError");
+});
+
+test("a program's tests make the package's errors: new KomaError(code, ...) is of the class of its code, as the package's are", () => {
+  for (const [code, cls, name] of CODES) {
+    const byCode = new KomaError(code, "made by a test");
+    const byClass = new sdk[cls]("made by a test");
+    for (const e of [byCode, byClass]) {
+      assert.deepEqual(shape(e), koma(name, code), `${code}: ${cls}`);
+      assert.equal(e.message, "made by a test");
+      assert.equal(Object.getPrototypeOf(e), sdk[cls].prototype);
+      assert.match(e.stack, new RegExp(`^${name}: made by a test\n    at `), "its stack starts where it was made");
+    }
+  }
+  const remote = { code: "busy", message: "a turn is running", data: { turn: "t-1" } };
+  const busy = new sdk.RemoteFailure("koma said busy", { remote, cause: "why" });
+  assert.equal(busy.remote, remote);
+  assert.equal(busy.cause, "why");
+  const result = { turn: null, status: "unknown", output: "", toolCalls: [], events: 0, overflowed: false };
+  assert.equal(new KomaError("closed", "x", { result }).result, result);
+  assert.equal("result" in new KomaError("closed", "x"), false, "no option, no member");
+  assert.throws(() => new KomaError("bogus", "x"), { name: "TypeError", message: /"bogus" is not an error code/ });
 });
 
 test("an error settled later carries its caller's stack: a timed-out state() names the function that awaited it", {
@@ -219,4 +261,30 @@ test("create after a failed resume says that the client has no session, not that
   const twice = await rejection(made.create({}));
   assert.equal(twice.code, "lifecycle");
   assert.match(twice.message, /`create` was written first: this client has its session already/);
+});
+
+test("the classes of the codes are the package's names, for require() and for import", async () => {
+  const esm = await import("@koma/sdk");
+  for (const [, cls] of CODES) {
+    assert.equal(typeof sdk[cls], "function", `require("@koma/sdk").${cls}`);
+    assert.equal(esm[cls], sdk[cls], `import { ${cls} } from "@koma/sdk"`);
+  }
+  for (const name of ["Client", "KomaError", "isKomaError"]) assert.equal(esm[name], sdk[name], name);
+});
+
+test("an option given as undefined is as if it were left out (as the typings say, under exactOptionalPropertyTypes)", {
+  timeout: 30000,
+}, async (t) => {
+  const opts = { signal: undefined, timeout: undefined };
+  const client = simClient(t, { cwd: undefined, trace: undefined, helloTimeout: undefined });
+  await client.create({ cwd: undefined, model: undefined }, opts);
+  assert.equal((await client.state(opts)).status, "idle");
+  const result = await client.run({ text: "hello" }, { onApproval: "allow", mode: undefined, signal: undefined, timeout: undefined });
+  assert.equal(result.status, "completed");
+  const turn = client.turn({ text: "again" }, { onApproval: undefined, mode: undefined, signal: undefined, timeout: undefined });
+  for await (const _ of turn);
+  assert.equal((await turn.result).status, "completed");
+  const loop = client.events(opts); // bad options would throw here
+  await loop.return?.();
+  await client.close(opts);
 });

@@ -1,48 +1,69 @@
-// The stale check of the files generated from surface/protocol.json: it
-// passes on the repository as committed, and fails, naming the file, when a
-// generated file is edited by hand or the description changes without them.
+// The stale check of schema/ and the files generated from it: it passes on
+// the repository as committed; it fails naming the file and the JSON path
+// when a schema breaks JSON Schema 2020-12 or the project's subset, and
+// naming the file when a generated file is edited by hand or a schema
+// changes without them. Each case runs on a copy of the repository's
+// generator, schemas and generated files.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { OUTPUTS } from "../scripts/schema/outputs.mjs";
 import { root } from "./helpers.mjs";
 
-const GENERATED = [
-  "crates/koma-transport/src/surface.rs",
-  "lib/methods.js",
-  "python/koma_sdk/_codes.py",
-  "python/koma_sdk/_surface.py",
-  "src/header.d.ts",
-  "docs/protocol.md",
-  "README.md",
-];
+const GENERATED = OUTPUTS.filter((o) => o.make).map((o) => o.file);
 
 /** A copy of what the generator reads and writes, in a folder of its own. */
 function copy(t) {
-  const dir = mkdtempSync(join(tmpdir(), "koma-surface-"));
+  const dir = mkdtempSync(join(tmpdir(), "koma-generate-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  for (const file of ["scripts/surface.mjs", "scripts/lib/repo.mjs", "surface/protocol.json", "rustfmt.toml", ...GENERATED])
+  for (const file of [
+    "scripts/generate.mjs",
+    "scripts/schema",
+    "scripts/lib/repo.mjs",
+    "schema",
+    "rustfmt.toml",
+    "src/header.d.ts",
+    "python/dev.py",
+    "python/pyproject.toml",
+    ...GENERATED,
+  ])
     cpSync(join(root, file), join(dir, file), { recursive: true });
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   return dir;
 }
 
-const check = (dir) => spawnSync(process.execPath, [join(dir, "scripts/surface.mjs"), "--check"], { encoding: "utf8" });
+const check = (dir) => spawnSync(process.execPath, [join(dir, "scripts/generate.mjs"), "--check"], { encoding: "utf8" });
 
-test("the generated files are up to date on this checkout", (t) => {
+/** Edit the JSON of `file` in `dir` with `change`. */
+function editJson(dir, file, change) {
+  const path = join(dir, file);
+  const doc = JSON.parse(readFileSync(path, "utf8"));
+  change(doc);
+  writeFileSync(path, JSON.stringify(doc, null, 2));
+}
+
+test("the generated files are up to date on this checkout, and each is listed in .gitattributes", (t) => {
   const run = check(copy(t));
   assert.equal(run.status, 0, run.stderr);
+  const attributes = readFileSync(join(root, ".gitattributes"), "utf8");
+  for (const o of OUTPUTS.filter((o) => !o.region && o.file !== ".gitattributes")) {
+    assert.match(attributes, new RegExp(`^${o.file.replace(/[.]/g, "\\.")} linguist-generated=true$`, "m"), o.file);
+    assert.ok(existsSync(join(root, o.file)), o.file);
+  }
 });
 
 test("a generated file edited by hand fails the check, which names it", (t) => {
   const dir = copy(t);
   for (const file of GENERATED) {
     const before = readFileSync(join(dir, file), "utf8");
-    // Inside the generated part: a file's region, or the whole file.
-    const at = before.search(/surface:\w+.*\n/);
-    const edited = at < 0 ? `${before}\nedited by hand\n` : before.replace(/(surface:\w+.*\n)/, "$1edited by hand\n");
-    assert.ok(at < 0 || ["src/header.d.ts", "docs/protocol.md", "README.md"].includes(file), file);
+    // Inside the generated part: a file's region, or after its first line
+    // (index.d.ts's end is napi's, which the build's check covers).
+    const edited = /generated:\w+/.test(before)
+      ? before.replace(/(generated:\w+.*\n)/, "$1edited by hand\n")
+      : before.replace(/\n/, "\nedited by hand\n");
     writeFileSync(join(dir, file), edited);
     const run = check(dir);
     assert.equal(run.status, 1, `${file}: ${run.stdout}`);
@@ -52,20 +73,74 @@ test("a generated file edited by hand fails the check, which names it", (t) => {
   assert.equal(check(dir).status, 0, "each file restored, the check passes again");
 });
 
-test("a method added to the description makes every file that lists methods stale", (t) => {
+test("a schema that breaks JSON Schema 2020-12 fails the check, naming the file and the path", (t) => {
   const dir = copy(t);
-  const path = join(dir, "surface/protocol.json");
-  const spec = JSON.parse(readFileSync(path, "utf8"));
-  spec.methods.push({ name: "ping", doc: "Check that koma answers.", params: {}, result: null });
-  writeFileSync(path, JSON.stringify(spec, null, 2));
+  editJson(dir, "schema/protocol.schema.json", (doc) => {
+    doc.$defs.State.properties.queued.type = "intger";
+  });
+  const run = check(dir);
+  assert.equal(run.status, 1, run.stdout);
+  assert.match(run.stderr, /schema\/protocol\.schema\.json: at \/\$defs\/State\/properties\/queued\/type: not JSON Schema 2020-12/);
+});
+
+test("a schema outside the project's subset, or whose $ref names no type, fails the check with the file and the path", (t) => {
+  const dir = copy(t);
+  const cases = [
+    // A keyword misspelt: 2020-12 allows unknown keywords; the subset does not.
+    [
+      (doc) => (doc.$defs.Hello.properties.binary.descripton = "x"),
+      /at \/\$defs\/Hello\/properties\/binary: outside the subset.*descripton/,
+    ],
+    // A $ref to a type that does not exist.
+    [
+      (doc) => (doc.$defs.Hello.properties.binary.$ref = "#/$defs/BinaryInfos"),
+      /at \/\$defs\/Hello\/properties\/binary\/\$ref: \$ref "#\/\$defs\/BinaryInfos" names no type/,
+    ],
+    // `required` naming no property.
+    [(doc) => doc.$defs.Hello.required.push("binaries"), /at \/\$defs\/Hello\/required: "binaries" is not a property/],
+    // A type defined twice (here and in protocol.schema.json).
+    [
+      (doc) => (doc.$defs.ErrorCode = { description: "x", oneOf: [{ const: "a", description: "x", "x-written": "no", "x-class": "A" }] }),
+      /ErrorCode is defined in/,
+    ],
+  ];
+  for (const [change, message] of cases) {
+    const before = readFileSync(join(dir, "schema/sdk.schema.json"), "utf8");
+    editJson(dir, "schema/sdk.schema.json", change);
+    const run = check(dir);
+    assert.equal(run.status, 1, run.stdout);
+    assert.match(run.stderr, /schema\/sdk\.schema\.json: /);
+    assert.match(run.stderr, message);
+    writeFileSync(join(dir, "schema/sdk.schema.json"), before);
+  }
+  assert.equal(check(dir).status, 0, "the schema restored, the check passes again");
+});
+
+test("a method added to the schema makes every file that lists methods stale", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/protocol.schema.json", (doc) => {
+    doc["x-methods"].ping = { description: "Check that koma answers." };
+  });
   const run = check(dir);
   assert.equal(run.status, 1);
   for (const file of [
     "crates/koma-transport/src/surface.rs",
-    "lib/methods.js",
+    "lib/surface.js",
     "python/koma_sdk/_surface.py",
-    "src/header.d.ts",
+    "index.d.ts",
     "docs/protocol.md",
   ])
     assert.ok(run.stderr.includes(file), `${file} is stale: ${run.stderr}`);
+});
+
+test("a field added to the turn result makes the core's struct, both packages' types and nothing else stale", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/sdk.schema.json", (doc) => {
+    doc.$defs.PartialTurnResult.properties.model = { type: ["string", "null"], description: "The model that ran it." };
+    doc.$defs.PartialTurnResult.required.push("model");
+  });
+  const run = check(dir);
+  assert.equal(run.status, 1);
+  const stale = run.stderr.match(/stale \(schema\/ says otherwise\): (.*); run/)[1].split(", ");
+  assert.deepEqual(stale.sort(), ["crates/koma-transport/src/surface.rs", "index.d.ts", "python/koma_sdk/_types.py"]);
 });

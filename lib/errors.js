@@ -1,56 +1,86 @@
 // @ts-check
 // The package's errors. Every error of @koma/sdk, the ones the addon makes
 // (it calls `makeError`, which `index.js` registers with the rest of
-// `lib/`) and the ones made here, is a `KomaError`: `err instanceof
-// KomaError` and `isKomaError(err)` are true for exactly those. Its `name`
-// is "AbortError" for code `aborted` and "TimeoutError" for code `timeout`,
-// as `fetch` and `timers/promises` name theirs, and "KomaError" otherwise.
+// `lib/`) and the ones made here, is a `KomaError` and an instance of the
+// class of its code (`TransportFailure`, `TimedOut`, ...: the table of
+// lib/surface.js, generated from schema/). Its `name` is "AbortError" for
+// code `aborted` and "TimeoutError" for code `timeout`, as `fetch` and
+// `timers/promises` name theirs, and "KomaError" otherwise.
 //
-// The class has no public constructor: `instanceof` asks for a private
-// brand that only this module's constructor gives, so an `Error` with a
-// `code` of the table, or an object made from `KomaError.prototype`, is not
-// one of the package's errors.
+// Anyone may make one (`new KomaError(code, message)` makes one of the class
+// of `code`; `new TransportFailure(message)` the same), so that a program's
+// tests can throw what the package would. `instanceof` asks for a private
+// brand that only these constructors give: an `Error` with a `code` of the
+// table, or an object made from `KomaError.prototype`, is not one.
 "use strict";
 
-const INTERNAL = Symbol("@koma/sdk: an error of the package");
+const { errors } = require("./surface.js");
 
-/** The `name` of an error of `code`. */
-function nameOf(/** @type {string} */ code) {
-  return code === "aborted" ? "AbortError" : code === "timeout" ? "TimeoutError" : "KomaError";
-}
+/**
+ * @typedef {{ cause?: unknown, result?: unknown, remote?: unknown }} Options
+ * @typedef {new (message: string, options?: Options) => KomaError} OfCode the class of a code
+ */
+
+/** @type {Map<string, OfCode>} */
+const classes = new Map();
 
 class KomaError extends Error {
   /** The brand that `instanceof` checks. */
   #koma = true;
 
   /**
-   * Only the package makes its errors (with `makeError`).
-   * @param {symbol} internal
+   * An error of the class of `code`.
    * @param {string} code
    * @param {string} message
+   * @param {Options} [options]
    */
-  constructor(internal, code, message) {
-    if (internal !== INTERNAL) {
-      throw new TypeError("KomaError has no public constructor: @koma/sdk makes its errors; test them with instanceof");
+  // biome-ignore lint/correctness/noUnreachableSuper: `new KomaError(code, ...)` returns an error of the class of its code
+  constructor(code, message, options) {
+    const Class = classes.get(code);
+    if (Class === undefined) {
+      throw new TypeError(`KomaError: ${JSON.stringify(code)} is not an error code of @koma/sdk (see the README's table)`);
     }
-    super(message);
+    if (new.target === KomaError) {
+      // biome-ignore lint/correctness/noConstructorReturn: the same call makes the class of its code
+      return new Class(message, options);
+    }
+    super(message, options !== undefined && "cause" in options ? { cause: options.cause } : undefined);
     /** @type {string} */
     this.code = code;
-    if (code === "aborted" || code === "timeout") {
-      Object.defineProperty(this, "name", { value: nameOf(code), writable: true, configurable: true });
-    }
+    if (options?.remote !== undefined) this.remote = options.remote;
+    if (options?.result !== undefined) this.result = options.result;
   }
 
   /**
-   * True for the package's own errors only.
+   * True for the package's errors only; for the class of a code, for its errors only.
    * @param {unknown} value
    * @returns {boolean}
    */
   static [Symbol.hasInstance](value) {
-    return typeof value === "object" && value !== null && #koma in value;
+    if (typeof value !== "object" || value === null || !(#koma in value)) return false;
+    return this === KomaError || Function.prototype[Symbol.hasInstance].call(this, value);
   }
 }
 Object.defineProperty(KomaError.prototype, "name", { value: "KomaError", writable: true, configurable: true });
+
+/** The classes of the codes, by their names (`{ TransportFailure, ... }`). */
+const byName = /** @type {Record<string, OfCode>} */ ({});
+for (const [code, className, name] of errors) {
+  const Class = {
+    [className]: class extends KomaError {
+      /**
+       * @param {string} message
+       * @param {Options} [options]
+       */
+      constructor(message, options) {
+        super(code, message, options);
+      }
+    },
+  }[className];
+  Object.defineProperty(Class.prototype, "name", { value: name, writable: true, configurable: true });
+  classes.set(code, Class);
+  byName[className] = Class;
+}
 
 /**
  * An error of the package, with the protocol's `code`; its stack starts at
@@ -61,7 +91,7 @@ Object.defineProperty(KomaError.prototype, "name", { value: "KomaError", writabl
  * @returns {KomaError}
  */
 function makeError(code, message) {
-  const error = new KomaError(INTERNAL, code, message);
+  const error = new KomaError(code, message);
   if (typeof Error.captureStackTrace === "function") Error.captureStackTrace(error, makeError);
   return error;
 }
@@ -80,4 +110,4 @@ function frameless(/** @type {unknown} */ stack) {
   return typeof stack === "string" && !stack.includes("\n    at ");
 }
 
-module.exports = { KomaError, makeError, isKomaError, frameless, nameOf };
+module.exports = { KomaError, classes: byName, makeError, isKomaError, frameless };

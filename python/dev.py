@@ -4,6 +4,7 @@
     python3 python/dev.py test          # venv, build, pytest, mypy --strict, the wheel and sdist checks
     python3 python/dev.py demo          # build, then python/examples/demo.py against koma-sim
     python3 python/dev.py check-sdist   # the sdist check alone
+    python3 python/dev.py generate      # the files made from schema/ (needs Node.js; runs npm ci if needed)
 
 `test` makes python/.venv if it is missing (kept between runs, like cargo's
 cache), installs the pinned tools there, builds the wheel (release, with
@@ -50,7 +51,7 @@ PINS = [
     "trio==0.35.*",
     "mypy==2.4.*",
     # lint and format of the package, its tests, bench and scripts (settings in pyproject.toml)
-    "ruff==0.17.*",
+    "ruff==0.17.3",
     # the wheel check's second opinion on the manylinux tag
     "auditwheel==6.8.*",
     # the sdist check: sdist, then a wheel from it, each in an isolated env
@@ -420,15 +421,29 @@ def sdist_only() -> None:
     check_sdist(ensure_venv())
 
 
+def generator(*args: str) -> None:
+    """scripts/generate.mjs, which makes koma_sdk's types (and the rest) from
+    schema/: it needs Node.js (20.4 or later) and the repository's npm
+    packages, installed by `npm ci` when they are missing."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        sys.exit("Node.js 20.4 or later (node and npm) is needed to make the files of schema/ (scripts/generate.mjs)")
+    if not (ROOT / "node_modules" / "ajv").exists():
+        step("npm ci (the generator's packages: a JSON Schema validator and ruff's formatter)")
+        run(npm, "ci", "--no-audit", "--no-fund", cwd=ROOT)
+    run(node, str(ROOT / "scripts" / "generate.mjs"), *args, cwd=ROOT)
+
+
+def generate() -> None:
+    generator()
+
+
 def test() -> None:
     py = ensure_venv()
     wheel = build(py)
     env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
-    step("the files generated from surface/protocol.json are up to date (`node scripts/surface.mjs` writes them)")
-    node = shutil.which("node")
-    if node is None:
-        sys.exit("node is needed to check the generated files (scripts/surface.mjs)")
-    run(node, str(ROOT / "scripts" / "surface.mjs"), "--check", cwd=ROOT)
+    step("schema/ is valid, and the files generated from it are up to date (`npm run generate` writes them)")
+    generator("--check")
     step("ruff: lint and format (python/; `ruff check --fix` and `ruff format` in python/ fix them)")
     ruff = str(py.parent / "ruff")
     run(ruff, "check", ".", cwd=HERE)
@@ -487,9 +502,11 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
-    commands = {"test": test, "demo": demo, "check-sdist": sdist_only}
+    commands = {"test": test, "demo": demo, "check-sdist": sdist_only, "generate": generate}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python3 python/dev.py test|demo|check-sdist (or check-wheel WHEEL, for the release workflow)")
+        sys.exit(
+            "usage: python3 python/dev.py test|demo|check-sdist|generate (or check-wheel WHEEL, for the release workflow)"
+        )
     commands[sys.argv[1]]()
 
 

@@ -1,5 +1,7 @@
 // Build the addon (and regenerate its loader binding.js and the typings
-// index.d.ts; index.js, the entry, is written by hand) and the koma-sim binary.
+// index.d.ts: napi writes the declarations of the `Client` class, which
+// scripts/generate.mjs puts after the types it makes from schema/; index.js,
+// the entry, is written by hand) and the koma-sim binary.
 //   node scripts/build.mjs                  build both for this machine (release);
 //                                           koma-sim is copied to bin/koma-sim
 //   node scripts/build.mjs --if-needed      skip when the outputs exist (for `npm run demo`)
@@ -30,6 +32,8 @@ if (argv.includes("--if-needed") && hasAddon() && existsSync(simOut)) {
 }
 
 const host = rustHost();
+/** Where napi writes its typings (the `Client` class), for scripts/generate.mjs to put in index.d.ts. */
+const napiTypings = join("target", "napi", "client.d.ts");
 const target = argv.includes("--target") ? argv[argv.indexOf("--target") + 1] : host;
 if (!target || target.startsWith("--")) throw new Error("--target needs a Rust target triple");
 
@@ -43,6 +47,7 @@ if (argv.includes("--testing")) {
   process.exit(0);
 }
 
+mkdirSync(join(root, "target", "napi"), { recursive: true });
 run(process.execPath, [
   join(root, "node_modules", "@napi-rs", "cli", "dist", "cli.js"),
   "build",
@@ -52,9 +57,13 @@ run(process.execPath, [
   target,
   "--js",
   "binding.js",
+  "--dts",
+  napiTypings,
+  "--no-dts-header",
   ...(argv.includes("--cross-compile") ? ["--cross-compile"] : []),
 ]);
-stripLoaderTypings(join(root, "index.d.ts"));
+stripLoaderTypings(join(root, napiTypings));
+run(process.execPath, [join(root, "scripts", "generate.mjs"), "--typings", join(root, napiTypings)]);
 run("cargo", ["build", "--release", "-p", "koma-sim", "--target", target]);
 if (target === host) {
   mkdirSync(join(root, "bin"), { recursive: true });

@@ -1,6 +1,6 @@
 // `npm test`: formatting and lints of the Rust code and of the JavaScript
 // (`npm run lint`), the stale check of the files generated from
-// surface/protocol.json, the arrows between source files (no cycles), cargo tests,
+// schema/ (and the schemas' check), the arrows between source files (no cycles), cargo tests,
 // the build, a check that the committed binding.js and index.d.ts are what
 // the build generates, `npm run release:dry` on that build, the addon with
 // the `testing` feature (for the tests that inject faults), the Node tests (a
@@ -32,8 +32,8 @@ run("cargo", ["fmt", "--all", "--check"]);
 step("biome check (the JavaScript's formatting and lints: `npm run lint`; `npm run format` fixes the formatting)");
 run(process.execPath, [join(root, "node_modules", "@biomejs", "biome", "bin", "biome"), "check", "--error-on-warnings"]);
 
-step("the files generated from surface/protocol.json are up to date (`npm run surface` writes them)");
-run(process.execPath, [join(root, "scripts", "surface.mjs"), "--check"]);
+step("schema/ is valid, and the files generated from it are up to date (`npm run generate` writes them)");
+run(process.execPath, [join(root, "scripts", "generate.mjs"), "--check"]);
 
 step("the arrows between source files (scripts/check-deps.mjs)");
 run(process.execPath, [join(root, "scripts", "check-deps.mjs")]);

@@ -12,8 +12,7 @@ use napi::ValueType;
 use crate::abort::{aborted, AbortListener};
 use crate::context::{Call, Ctx};
 use crate::handles::{Deferred, Js};
-use crate::options::{call_options, duration};
-use crate::types::CallOptions;
+use crate::options::{call_options, duration, CallOptions};
 use crate::values::{as_string, is_nullish, kind, thrown};
 
 /// How a call started.

@@ -19,11 +19,10 @@ use crate::context::Ctx;
 use crate::delivery::{on_wake, register, unregister};
 use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
-use crate::options::{call_options, client_options, duration, spawn_mode};
+use crate::options::{call_options, client_options, duration, spawn_mode, CallOptions, ClientOptions};
 use crate::stream;
 use crate::trace;
 use crate::turn;
-use crate::types::{CallOptions, ClientOptions};
 use crate::values::as_string;
 
 /// How long the first call waits for hello unless `helloTimeout` says otherwise.

@@ -11,12 +11,11 @@
 //! - `glue.rs`: where `index.js` registers the package's JavaScript half (`lib/`);
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
-//! - `options.rs`: the options JavaScript passes, read and checked once;
+//! - `options.rs`: the options JavaScript passes, read and checked once (their typings are
+//!   generated from `schema/sdk.schema.json`, as every value type is: `index.d.ts`);
 //! - `env.rs`: what is kept per Node environment;
 //! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
 //! - `values.rs`: small helpers over napi-rs's values;
-//! - `types.rs`: the shapes of the typings (`src/header.d.ts` declares what `index.js` adds:
-//!   `KomaError`, `isKomaError`, the approval types);
 //! - `handles/`: the owned Node-API handles, the only `unsafe` code;
 //! - `testing.rs`: fault injection, only with the `testing` feature.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -35,10 +34,8 @@ mod stream;
 mod testing;
 mod trace;
 mod turn;
-mod types;
 mod values;
 mod wake;
 
 pub use client::*;
 pub use glue::*;
-pub use types::*;

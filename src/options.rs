@@ -13,8 +13,23 @@ use napi::bindgen_prelude::{FromNapiValue, Object, Unknown};
 use napi::ValueType;
 
 use crate::handles::Js;
-use crate::types::{CallOptions, ClientOptions};
 use crate::values::{as_object, as_string, describe, get, is_nullish, kind, own_keys};
+
+/// `new Client(options)`'s options, read (their typings: `ClientOptions`).
+pub struct ClientOptions {
+    pub executable: String,
+    pub cwd: Option<String>,
+    pub env: Option<HashMap<String, String>>,
+    pub trace: Option<bool>,
+    /// `None`: not given; `Some(None)`: `null`, no bound.
+    pub hello_timeout: Option<Option<f64>>,
+}
+
+/// A call's options, read (their typings: `CallOptions`).
+pub struct CallOptions<'e> {
+    pub signal: Option<Object<'e>>,
+    pub timeout: Option<f64>,
+}
 
 fn invalid(message: String) -> KomaError {
     KomaError::new(ErrorCode::InvalidParams, message)

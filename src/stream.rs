@@ -17,7 +17,7 @@ use napi::JsValue;
 
 use crate::context::{Ctx, QueueRefs};
 use crate::handles::{coded_error, external_array_buffer, function, put_lifted, Js, OwnedRef};
-use crate::types::CallOptions;
+use crate::options::CallOptions;
 
 /// The counters shared with the core (one ArrayBuffer per client) and their layout.
 pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Object<'e>)> {

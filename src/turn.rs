@@ -14,9 +14,8 @@ use crate::abort::aborted;
 use crate::call::{call, stringify, Started};
 use crate::context::Ctx;
 use crate::handles::{coded_error, function, put_lifted, Js, OwnedRef};
-use crate::options::{duration, turn_options, TurnArgs};
+use crate::options::{duration, turn_options, CallOptions, TurnArgs};
 use crate::stream::{counters, take_value};
-use crate::types::CallOptions;
 use crate::values::{as_string, is_nullish};
 
 /// `lib/turn.js`'s `makeTurn(ops, key, what, handler, signal, stopped)`.

@@ -1,6 +1,16 @@
 // Type-checked with `tsc --strict` (typescript.test.mjs and `npm test`), never run:
 // the natural async approval handler, errors narrowed by `code`, `env: process.env`.
-import { Client, KomaError, isKomaError, type ApprovalDecision, type ApprovalHandler, type PartialTurnResult } from "../../index.js";
+import {
+  Client,
+  KomaError,
+  isKomaError,
+  RemoteFailure,
+  type TimedOut,
+  TransportFailure,
+  type ApprovalDecision,
+  type ApprovalHandler,
+  type PartialTurnResult,
+} from "../../index.js";
 
 declare function ask(): Promise<void>;
 declare const client: Client;
@@ -84,8 +94,32 @@ export async function errors(): Promise<void> {
     // @ts-expect-error an unknown caught value has no code
     void err.code;
   }
-  // @ts-expect-error the package makes its errors: no public constructor
-  void new KomaError("timeout", "x");
+}
+
+// A program's tests make the package's errors: `new KomaError(code, ...)` is
+// of the class of its code, which narrows as a caught error does.
+export function constructed(): void {
+  const timeout = new KomaError("timeout", "x");
+  const name: "TimeoutError" = timeout.name;
+  const asTimedOut: TimedOut = timeout;
+  const failed = new TransportFailure("koma exited", { cause: new Error("EPIPE") });
+  const code: "transport_failure" = failed.code;
+  const remote = new RemoteFailure("busy", { remote: { code: "busy", message: "a turn runs" } });
+  const remoteCode: string = remote.remote.code;
+  // @ts-expect-error a remote failure has koma's error
+  void new RemoteFailure("busy");
+  // @ts-expect-error only the codes of the table
+  void new KomaError("bogus", "x");
+  const caught: unknown = failed;
+  if (caught instanceof TransportFailure) {
+    const narrowed: "transport_failure" = caught.code;
+    void narrowed;
+  }
+  if (caught instanceof KomaError && caught.code === "remote") {
+    const data: unknown = caught.remote.data;
+    void data;
+  }
+  void [name, asTimedOut, code, remoteCode];
 }
 
 export function environment(): void {
@@ -100,4 +134,15 @@ export function options(ac: AbortController): void {
   void client.close({ timeout: 1000 });
   // @ts-expect-error a call's options are { signal?, timeout? }
   void client.events({ deadline: 1 });
+}
+
+// Under exactOptionalPropertyTypes, an option may be given as `undefined`
+// wherever the package takes it so (a value that may be missing).
+export function explicitUndefined(maybeSignal: AbortSignal | undefined, maybeMs: number | undefined): void {
+  void client.state({ signal: maybeSignal });
+  void client.state({ timeout: undefined });
+  void client.create({ cwd: undefined, model: undefined });
+  void client.turn({ text: "x" }, { mode: undefined, onApproval: undefined, signal: maybeSignal, timeout: maybeMs });
+  void client.run({ text: "x" }, { onApproval: "deny", timeout: maybeMs });
+  void new Client({ executable: "koma", cwd: undefined, trace: undefined, helloTimeout: undefined });
 }

@@ -10,6 +10,7 @@ import {
   fakeKoma,
   readRecord,
   step,
+  type Json,
   type MethodAnswer,
   type RecordedRequest,
   type Scenario,
@@ -91,4 +92,13 @@ export async function typed(t: TestContext): Promise<void> {
   }
   // vitest's context
   fakeKoma({ onTestFinished: (fn: () => unknown) => void fn }, {});
+}
+
+// Under exactOptionalPropertyTypes, the builders' and the format's optional
+// fields take `undefined` (a value that may be missing), as the code does.
+export function explicitUndefined(input: Json | undefined, error: boolean | undefined, t: TestContext): void {
+  void step.tool("run_tests", 1, { input, error });
+  void step.approval("git_push", { input, allow: undefined, deny: { output: undefined, steps: undefined } });
+  const scenario: Scenario = { turns: [{ match: undefined, times: undefined, steps: [{ do: "pause", ms: undefined }] }], about: undefined };
+  void fakeKoma(t, scenario, { delayMs: undefined, client: { trace: undefined } });
 }

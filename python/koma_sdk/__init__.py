@@ -14,39 +14,23 @@ from . import _errors, _native
 
 _native.init(_errors._from_native)
 
-from . import _surface  # noqa: E402
+from . import _exceptions, _surface, _types  # noqa: E402
 from ._client import Client  # noqa: E402
 from ._codes import ErrorCode  # noqa: E402
 from ._errors import KomaError, RemoteError  # noqa: E402
+from ._exceptions import *  # noqa: E402, F403  (a class per error code: its own __all__)
 from ._stream import EventStream  # noqa: E402
-from ._surface import *  # noqa: E402, F403  (the declared surface: its own __all__)
+from ._surface import *  # noqa: E402, F403  (the protocol's types: its own __all__)
 from ._turn import ApprovalPolicy, Turn  # noqa: E402
-from ._types import (  # noqa: E402
-    Binary,
-    EventItem,
-    Hello,
-    Overflow,
-    ToolCall,
-    TurnMode,
-    TurnResult,
-    TurnStatus,
-)
+from ._types import *  # noqa: E402, F403  (the package's own values: its own __all__)
 
 __all__ = [
     "ApprovalPolicy",
-    "Binary",
     "Client",
     "ErrorCode",
-    "EventItem",
     "EventStream",
-    "Hello",
     "KomaError",
-    "Overflow",
     "RemoteError",
-    "ToolCall",
     "Turn",
-    "TurnMode",
-    "TurnResult",
-    "TurnStatus",
 ]
-__all__ += _surface.__all__
+__all__ += _exceptions.__all__ + _surface.__all__ + _types.__all__

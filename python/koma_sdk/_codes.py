@@ -1,4 +1,4 @@
-"""Generated from surface/protocol.json by scripts/surface.mjs: do not edit.
+"""Generated from schema/ by scripts/generate.mjs: do not edit.
 
 The `code` of every error the package raises (see the README's table)."""
 

@@ -1,10 +1,13 @@
-"""The one error type of the package: `KomaError`, with a `code` from the
-table of docs/protocol.md (Error codes)."""
+"""The package's errors: `KomaError`, with a `code` from the table of
+docs/protocol.md (Error codes), and the base of its class per code (the
+classes themselves are generated into `_exceptions.py`). Every class here and
+there shows as `koma_sdk.<Name>` (its `__module__`), as a traceback and
+pickle name it."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._codes import ErrorCode
 
@@ -26,40 +29,86 @@ class RemoteError:
     def __repr__(self) -> str:
         return f"RemoteError(code={self.code!r}, message={self.message!r}, data={self.data!r})"
 
+    def __reduce__(self) -> Any:
+        return (RemoteError, (self.code, self.message, self.data))
 
-class KomaError(Exception):
-    """Every error the package raises. `code` says what happened (see the
+
+#: The class of each code (filled as `_exceptions.py` defines them).
+_CLASSES: dict[str, type[ErrorOfCode]] = {}
+
+
+class _ByCode(type):
+    """`KomaError(code, message)` makes the class of `code`; the class of a
+    code is made with the message alone (`TransportFailure("...")`)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is KomaError:
+            return _of_code(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def _of_code(code: str, message: str, remote: RemoteError | None = None) -> KomaError:
+    of_code = _CLASSES.get(code)
+    if of_code is None:
+        raise ValueError(f"{code!r} is not an error code of koma_sdk (see koma_sdk.ErrorCode)")
+    return of_code(message, remote)
+
+
+class KomaError(Exception, metaclass=_ByCode):
+    """Every error the package raises, an instance of the class of its code
+    (`TransportFailure`, `TimedOut`, ...). `code` says what happened (see the
     README's table); `remote` is the server's error for code `remote`;
     `result` is what a turn had come to, on every error of `Turn.result()`
-    and `Client.run()`. One with code `timeout` is also a `TimeoutError`, so
-    one `except TimeoutError` takes the package's deadlines and asyncio's."""
+    and `Client.run()`. `KomaError(code, message)` makes one of the class of
+    `code`, as the package does (a test may raise one)."""
 
-    def __new__(cls, code: ErrorCode, message: str, remote: RemoteError | None = None) -> KomaError:
-        if cls is KomaError and code == "timeout":
-            cls = _KomaTimeoutError
-        self: KomaError = super().__new__(cls, message)
-        return self
+    code: ErrorCode
+    message: str
+    remote: RemoteError | None
+    result: TurnResult | None
 
     def __init__(self, code: ErrorCode, message: str, remote: RemoteError | None = None) -> None:
-        super().__init__(message)
-        self.code: ErrorCode = code
-        self.message: str = message
-        self.remote: RemoteError | None = remote
-        self.result: TurnResult | None = None
+        # Only through `_ByCode`, which makes the class of `code` instead.
+        raise TypeError("KomaError(code, message) makes the class of `code`")  # pragma: no cover
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
     def __repr__(self) -> str:
-        return f"KomaError(code={self.code!r}, message={self.message!r})"
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
     def __reduce__(self) -> Any:
-        # The result too (pickling an exception keeps only its args otherwise).
+        # The class by its code, and the result too (pickling an exception
+        # keeps only its args otherwise).
         return (KomaError, (self.code, self.message, self.remote), {"result": self.result})
 
 
-class _KomaTimeoutError(KomaError, TimeoutError):
-    """A `KomaError` with code `timeout` (made by `KomaError` itself)."""
+class ErrorOfCode(KomaError):
+    """The base of the class of each code: made with the message alone."""
+
+    def __init_subclass__(cls, code: ErrorCode, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _CLASSES[code] = cls
+        cls._code = code
+        cls.__module__ = "koma_sdk"
+
+    _code: ClassVar[ErrorCode]
+
+    def __new__(cls, message: str, remote: RemoteError | None = None) -> ErrorOfCode:
+        # The message alone (an OSError, as a timeout's class is, reads two
+        # arguments as an errno and its text).
+        return super().__new__(cls, message)
+
+    def __init__(self, message: str, remote: RemoteError | None = None) -> None:
+        Exception.__init__(self, message)
+        self.code = self._code
+        self.message = message
+        self.remote = remote
+        self.result = None
+
+
+KomaError.__module__ = "koma_sdk"
+RemoteError.__module__ = "koma_sdk"
 
 
 def _from_native(code: ErrorCode, message: str, remote: tuple[str, str, str | None] | None) -> KomaError:

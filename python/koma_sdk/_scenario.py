@@ -34,11 +34,15 @@ class ScenarioError(ValueError):
         self.problem = problem
 
 
+ScenarioError.__module__ = "koma_sdk.testing"  # where a program imports it from, as tracebacks name it
+
+
 def check(scenario: Any) -> str:
     """Check a scenario (JSON values: dicts, lists, strings, numbers, bools,
     None) as koma-sim checks its file, with the package's koma-sim (whatever
     a fake then runs: the format is its); its JSON text, or a ScenarioError
     naming its first mistake."""
+    __tracebackhide__ = True  # pytest shows the mistake where the test made the fake
     try:
         text = json.dumps(scenario, indent=2, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as e:

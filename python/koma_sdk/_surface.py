@@ -1,4 +1,4 @@
-"""Generated from surface/protocol.json by scripts/surface.mjs: do not edit.
+"""Generated from schema/ by scripts/generate.mjs: do not edit.
 
 The protocol's results, events and methods, as koma_sdk hands them out:
 results are frozen, slotted dataclasses with the wire's field names, events
@@ -11,14 +11,17 @@ import os
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypedDict
 
-from ._values import EventBase, obj
+from ._values import EventBase, Fields, Requests, Wire
 
-Status = Literal["idle", "running", "waiting"]
+#: The answer to an approval request.
 Decision = Literal["allow", "deny"]
+
+#: What the session is doing: `waiting` means a turn waits for an approval.
+Status = Literal["idle", "running", "waiting"]
 
 
 @dataclass(frozen=True, slots=True)
-class State:
+class State(Wire):
     """The session's state. `waiting` means a turn waits for an approval."""
 
     session: str | None
@@ -26,73 +29,7 @@ class State:
     turn: str | None
     queued: int
     model: str | None
-
-    @classmethod
-    def _wire(cls, v: Any) -> State:
-        d = obj(v)
-        return cls(d.get("session"), d.get("status"), d.get("turn"), d.get("queued"), d.get("model"))
-
-
-@dataclass(frozen=True, slots=True)
-class SessionResult:
-    """The result of `create` and `resume`."""
-
-    session: str
-    state: State
-
-    @classmethod
-    def _wire(cls, v: Any) -> SessionResult:
-        d = obj(v)
-        return cls(d.get("session"), State._wire(d.get("state")))
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitResult:
-    """The result of `submit`."""
-
-    turn: str
-
-    @classmethod
-    def _wire(cls, v: Any) -> SubmitResult:
-        d = obj(v)
-        return cls(d.get("turn"))
-
-
-@dataclass(frozen=True, slots=True)
-class EnqueueResult:
-    """The result of `enqueue`: 0 if the turn started at once, else its place behind the running turn."""
-
-    position: int
-
-    @classmethod
-    def _wire(cls, v: Any) -> EnqueueResult:
-        d = obj(v)
-        return cls(d.get("position"))
-
-
-@dataclass(frozen=True, slots=True)
-class InterruptResult:
-    """The result of `interrupt`: the turn stopped, if any."""
-
-    turn: str | None
-
-    @classmethod
-    def _wire(cls, v: Any) -> InterruptResult:
-        d = obj(v)
-        return cls(d.get("turn"))
-
-
-@dataclass(frozen=True, slots=True)
-class InterruptAndSubmitResult:
-    """The result of `interrupt_and_submit`: the turn stopped, if any, and the new one."""
-
-    interrupted: str | None
-    turn: str
-
-    @classmethod
-    def _wire(cls, v: Any) -> InterruptAndSubmitResult:
-        d = obj(v)
-        return cls(d.get("interrupted"), d.get("turn"))
+    _fields: ClassVar[Fields] = (("session", None), ("status", None), ("turn", None), ("queued", None), ("model", None))
 
 
 class StateData(TypedDict):
@@ -103,6 +40,48 @@ class StateData(TypedDict):
     turn: str | None
     queued: int
     model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResult(Wire):
+    """The result of `create` and `resume`."""
+
+    session: str
+    state: State
+    _fields: ClassVar[Fields] = (("session", None), ("state", State))
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult(Wire):
+    """The result of `submit`."""
+
+    turn: str
+    _fields: ClassVar[Fields] = (("turn", None),)
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult(Wire):
+    """The result of `enqueue`: 0 if the turn started at once, else its place behind the running turn."""
+
+    position: int
+    _fields: ClassVar[Fields] = (("position", None),)
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptResult(Wire):
+    """The result of `interrupt`: the turn stopped, if any."""
+
+    turn: str | None
+    _fields: ClassVar[Fields] = (("turn", None),)
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptAndSubmitResult(Wire):
+    """The result of `interrupt_and_submit`: the turn stopped, if any, and the new one."""
+
+    interrupted: str | None
+    turn: str
+    _fields: ClassVar[Fields] = (("interrupted", None), ("turn", None))
 
 
 class TurnStartedData(TypedDict):
@@ -165,61 +144,62 @@ class DiagnosticData(TypedDict):
 
 
 class StateEvent(EventBase):
-    """`state`: The session's state changed."""
+    """The session's state changed."""
 
     name: ClassVar[Literal["state"]] = "state"
     data: StateData
 
 
 class TurnStartedEvent(EventBase):
-    """`turn_started`: A turn started."""
+    """A turn started."""
 
     name: ClassVar[Literal["turn_started"]] = "turn_started"
     data: TurnStartedData
 
 
 class OutputEvent(EventBase):
-    """`output`: A piece of the reply."""
+    """A piece of the reply."""
 
     name: ClassVar[Literal["output"]] = "output"
     data: OutputData
 
 
 class ToolCallEvent(EventBase):
-    """`tool_call`: The agent calls a tool."""
+    """The agent calls a tool."""
 
     name: ClassVar[Literal["tool_call"]] = "tool_call"
     data: ToolCallData
 
 
 class ToolResultEvent(EventBase):
-    """`tool_result`: A tool's result."""
+    """A tool's result."""
 
     name: ClassVar[Literal["tool_result"]] = "tool_result"
     data: ToolResultData
 
 
 class ApprovalRequestedEvent(EventBase):
-    """`approval_requested`: The agent asks to use a tool: answer with `approve`."""
+    """The agent asks to use a tool: answer with `approve`."""
 
     name: ClassVar[Literal["approval_requested"]] = "approval_requested"
     data: ApprovalRequestedData
 
 
 class TurnFinishedEvent(EventBase):
-    """`turn_finished`: A turn ended."""
+    """A turn ended."""
 
     name: ClassVar[Literal["turn_finished"]] = "turn_finished"
     data: TurnFinishedData
 
 
 class DiagnosticEvent(EventBase):
-    """`diagnostic`: A note of koma's."""
+    """A note of koma's."""
 
     name: ClassVar[Literal["diagnostic"]] = "diagnostic"
     data: DiagnosticData
 
 
+#: An event of the catalog. Narrow on `name`. An event with another name is checked for its seq, then ignored.
 Event = (
     StateEvent
     | TurnStartedEvent
@@ -230,6 +210,7 @@ Event = (
     | TurnFinishedEvent
     | DiagnosticEvent
 )
+
 
 #: The class of each catalog name (the core hands over catalog names only).
 EVENT_CLASSES: dict[str, Any] = {
@@ -244,81 +225,53 @@ EVENT_CLASSES: dict[str, Any] = {
 }
 
 
-class Methods:
+class Methods(Requests):
     """The protocol's methods of a client, each a coroutine named after the
     wire's method: required params positional, optional ones by keyword, and
     `timeout` (seconds) on each."""
-
-    async def _call(self, method: str, params: Any, timeout: Any) -> Any:
-        raise NotImplementedError
 
     async def create(
         self, *, cwd: str | os.PathLike[str] | None = None, model: str | None = None, timeout: float | None = None
     ) -> SessionResult:
         """Start a new session. Allowed only as the first request."""
-        params: dict[str, Any] = {}
-        if cwd is not None:
-            params["cwd"] = os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd
-        if model is not None:
-            params["model"] = model
-        result = await self._call("create", params, timeout)
-        return SessionResult._wire(result)
+        return await self._ask("create", SessionResult, {}, timeout, cwd=cwd, model=model)
 
     async def resume(self, session: str, *, after: int | None = None, timeout: float | None = None) -> SessionResult:
         """Reattach to a saved session; its events after `after` are sent again. Allowed only as the first request."""
-        params: dict[str, Any] = {"session": session}
-        if after is not None:
-            params["after"] = after
-        result = await self._call("resume", params, timeout)
-        return SessionResult._wire(result)
+        return await self._ask("resume", SessionResult, {"session": session}, timeout, after=after)
 
     async def state(self, *, timeout: float | None = None) -> State:
         """The session's state."""
-        result = await self._call("state", None, timeout)
-        return State._wire(result)
+        return await self._ask("state", State, None, timeout)
 
     async def submit(self, text: str, *, timeout: float | None = None) -> SubmitResult:
         """Start a turn. Remote error `busy` while a turn runs."""
-        params: dict[str, Any] = {"text": text}
-        result = await self._call("submit", params, timeout)
-        return SubmitResult._wire(result)
+        return await self._ask("submit", SubmitResult, {"text": text}, timeout)
 
     async def enqueue(self, text: str, *, timeout: float | None = None) -> EnqueueResult:
         """Queue a text to run after the current turn."""
-        params: dict[str, Any] = {"text": text}
-        result = await self._call("enqueue", params, timeout)
-        return EnqueueResult._wire(result)
+        return await self._ask("enqueue", EnqueueResult, {"text": text}, timeout)
 
     async def interrupt(self, *, timeout: float | None = None) -> InterruptResult:
         """Stop the running turn, if any."""
-        result = await self._call("interrupt", None, timeout)
-        return InterruptResult._wire(result)
+        return await self._ask("interrupt", InterruptResult, None, timeout)
 
     async def interrupt_and_submit(self, text: str, *, timeout: float | None = None) -> InterruptAndSubmitResult:
         """Stop the running turn and start this one, ahead of the queue."""
-        params: dict[str, Any] = {"text": text}
-        result = await self._call("interrupt_and_submit", params, timeout)
-        return InterruptAndSubmitResult._wire(result)
+        return await self._ask("interrupt_and_submit", InterruptAndSubmitResult, {"text": text}, timeout)
 
     async def approve(self, approval: str, decision: Decision, *, timeout: float | None = None) -> None:
         """Answer an `approval_requested` event."""
-        params: dict[str, Any] = {"approval": approval, "decision": decision}
-        result = await self._call("approve", params, timeout)
-        del result  # `{}`
+        return await self._tell("approve", {"approval": approval, "decision": decision}, timeout)
 
     async def configure(self, *, model: str | None = None, timeout: float | None = None) -> State:
         """Change the model of later turns."""
-        params: dict[str, Any] = {}
-        if model is not None:
-            params["model"] = model
-        result = await self._call("configure", params, timeout)
-        return State._wire(result)
+        return await self._ask("configure", State, {}, timeout, model=model)
 
     async def detach(self, *, timeout: float | None = None) -> None:
         """koma saves the session and exits 0. Settles after the answer and koma's exit; the events then end, and
         nothing is written after it."""
-        result = await self._call("detach", None, timeout)
-        del result  # `{}`
+        return await self._tell("detach", None, timeout)
 
 
 __all__ = [

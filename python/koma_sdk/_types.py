@@ -1,9 +1,8 @@
-"""The values of the package that `surface/protocol.json` does not declare
-(those are generated into `_surface.py`): the checked hello, the one
-overflow report, and the turn layer's result.
+"""Generated from schema/ by scripts/generate.mjs: do not edit.
 
-Unknown fields are dropped, as they are for results and events; a value
-that is not an object is `protocol_error` for that call."""
+The package's own values: the checked hello, the one overflow report, and
+what a turn came to. Unknown fields are dropped, as they are for results and
+events; a value that is not an object is `protocol_error` for that call."""
 
 from __future__ import annotations
 
@@ -11,55 +10,57 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from ._surface import Decision, Event
-from ._values import obj
-
-#: `"submit"`: the turn fails with remote `busy` while one runs;
-#: `"interrupt"`: the running turn is interrupted first.
-TurnMode = Literal["submit", "interrupt"]
+from ._values import Fields, Wire
 
 
 @dataclass(frozen=True, slots=True)
-class Binary:
+class Binary(Wire):
+    """The `binary` member of hello."""
+
     path: str
     version: str
+    _fields: ClassVar[Fields] = (("path", None), ("version", None))
 
 
 @dataclass(frozen=True, slots=True)
-class Hello:
-    """The checked hello: `protocol` is always 1."""
+class Hello(Wire):
+    """The first frame koma sends, checked: what `probe()` resolves with."""
 
     binary: Binary
     diagnostics: list[Any]
     capabilities: list[str]
-    type: Literal["hello"] = "hello"
-    protocol: Literal[1] = 1
-
-    @classmethod
-    def _wire(cls, v: Any) -> Hello:
-        d = obj(v)
-        b = obj(d.get("binary"), "hello's binary")
-        return cls(Binary(b["path"], b["version"]), d["diagnostics"], d["capabilities"])
+    type: ClassVar[Literal["hello"]] = "hello"
+    protocol: ClassVar[Literal[1]] = 1
+    _fields: ClassVar[Fields] = (("binary", Binary), ("diagnostics", None), ("capabilities", None))
 
 
 @dataclass(frozen=True, slots=True)
-class Overflow:
-    """The one report of a full event buffer: `dropped` events were lost."""
+class Overflow(Wire):
+    """The one report of an overflow: the event buffer (256 frames / 64 MiB) was full, so it was cleared and events
+    were discarded until this report was taken."""
 
     dropped: int
     type: ClassVar[Literal["overflow"]] = "overflow"
+    _fields: ClassVar[Fields] = (("dropped", None),)
 
 
+#: What a loop over events yields: an event of the catalog, or the one overflow report. Narrow on `type`, then on
+#: `name`.
 EventItem = Event | Overflow
 
-# ---- the turn layer
+#: How a turn starts: `submit` fails with remote `busy` while another runs; `interrupt` interrupts the running turn
+#: first (`interrupt_and_submit`).
+TurnMode = Literal["submit", "interrupt"]
+
+#: What `turn_finished` said, as koma said it (a status outside the catalog included); `unknown` when no
+#: `turn_finished` came (the client failed or closed first).
+TurnStatus = Literal["completed", "interrupted", "failed", "unknown"] | str
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call of a turn: what was asked (`tool`, `input`), what came of
-    it (`output`, `error`, `None` until its result), and the answer to its
-    approval if one was asked (`approval`: by `on_approval`, by your
-    `approve()`, or denied for want of anyone to answer)."""
+class ToolCall(Wire):
+    """A tool call of a turn, from its `tool_call` and `tool_result` events: what was asked (`tool`, `input`), what
+    came of it (`output`, `error`, once its result came), and the answer to its approval if one was asked."""
 
     call: str
     tool: str
@@ -67,20 +68,21 @@ class ToolCall:
     output: Any = None
     error: bool | None = None
     approval: Decision | None = None
-
-
-#: What `turn_finished` said (passed on as koma said it), or `"unknown"`
-#: when the turn did not finish (the client failed or closed first).
-TurnStatus = Literal["completed", "interrupted", "failed", "unknown"] | str
+    _fields: ClassVar[Fields] = (
+        ("call", None),
+        ("tool", None),
+        ("input", None),
+        ("output", None),
+        ("error", None),
+        ("approval", None),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
-    """A turn's result: `status` as `turn_finished` said (`"unknown"` when
-    none came), `output` the `output` texts joined, the tool calls, how many
-    events the turn had, and whether an overflow cost its loop events.
-    `turn` is `None` only in the `error.result` of a turn whose submit never
-    answered."""
+class TurnResult(Wire):
+    """What a turn came to: `status` as `turn_finished` said, `output` the `output` texts joined, the tool calls, how
+    many events the turn had, and whether an overflow cost its loop events. `turn` is null only in the `result` of
+    an error of a turn that koma never started (the submit failed, or the options were bad)."""
 
     turn: str | None
     status: TurnStatus
@@ -88,12 +90,14 @@ class TurnResult:
     tool_calls: list[ToolCall]
     events: int
     overflowed: bool
+    _fields: ClassVar[Fields] = (
+        ("turn", None),
+        ("status", None),
+        ("output", None),
+        ("toolCalls", [ToolCall]),
+        ("events", None),
+        ("overflowed", None),
+    )
 
-    @classmethod
-    def _wire(cls, v: Any) -> TurnResult:
-        """The result as the core builds it (`toolCalls` as the protocol's turn layer names it)."""
-        calls = [
-            ToolCall(c["call"], c["tool"], c["input"], c.get("output"), c.get("error"), c.get("approval"))
-            for c in v["toolCalls"]
-        ]
-        return cls(v["turn"], v["status"], v["output"], calls, v["events"], v["overflowed"])
+
+__all__ = ["Binary", "EventItem", "Hello", "Overflow", "ToolCall", "TurnMode", "TurnResult", "TurnStatus"]

@@ -1,11 +1,20 @@
-"""What the generated values of `_surface.py` are made of: the check that a
-result is an object, and the base of the event classes."""
+"""What the generated modules (`_surface.py`, `_types.py`) are made of: the
+check that a value is an object, the base of the result classes (made from
+the wire's JSON by their table of fields), the base of the event classes, and
+the requests behind the generated protocol methods."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import os
+from typing import Any, ClassVar, Literal, TypeVar
 
 from ._errors import KomaError
+
+#: A generated class's fields, in order: the wire's name of each, and how its
+#: value is made: as it is (`None`), a result class, or a list of one (`[C]`).
+Fields = tuple[tuple[str, Any], ...]
+
+W = TypeVar("W", bound="Wire")
 
 
 def obj(value: Any, what: str = "the result") -> Any:
@@ -15,6 +24,47 @@ def obj(value: Any, what: str = "the result") -> Any:
         text = repr(value)
         raise KomaError("protocol_error", f"{what} is not a JSON object: {text[:200]}")
     return value
+
+
+def _list_of(of: type[Wire]) -> Any:
+    def convert(value: Any) -> Any:
+        return [of._wire(v) for v in value] if isinstance(value, list) else value
+
+    return convert
+
+
+class Wire:
+    """The base of the generated result classes (frozen, slotted dataclasses):
+    `_wire` makes one from the JSON the core handed over, by the class's
+    table of fields. Each class gets a `_wire` of its own, written from its
+    table when the class is made (as `dataclass` writes `__init__`): a call's
+    result is converted on every call."""
+
+    __slots__ = ()
+    _fields: ClassVar[Fields] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        scope: dict[str, Any] = {"obj": obj}
+        args = []
+        for i, (key, how) in enumerate(cls._fields):
+            if how is None:
+                args.append(f"get({key!r})")
+            else:
+                scope[f"convert_{i}"] = _list_of(how[0]) if isinstance(how, list) else how._wire
+                args.append(f"convert_{i}(get({key!r}))")
+        source = (
+            "def _wire(cls, value):\n"
+            "    get = (value if type(value) is dict else obj(value)).get\n"
+            f"    return cls({', '.join(args)})\n"
+        )
+        exec(source, scope)  # the source is made from the generated table only
+        cls._wire = classmethod(scope["_wire"])  # type: ignore[method-assign, assignment]
+
+    @classmethod
+    def _wire(cls: type[W], value: Any) -> W:
+        """One made from the JSON the core handed over (each class has its own, see above)."""
+        raise NotImplementedError
 
 
 class EventBase:
@@ -40,3 +90,35 @@ class EventBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(seq={self.seq!r}, data={self.data!r})"
+
+
+T = TypeVar("T", bound=Wire)
+
+
+class Requests:
+    """What the generated protocol methods (`_surface.Methods`) call: the
+    params as given (an optional one left out when `None`, a path as its
+    str), then `_call`, which the client implements."""
+
+    async def _call(self, method: str, params: Any, timeout: Any) -> Any:
+        raise NotImplementedError
+
+    async def _ask(self, method: str, result: type[T], params: Any, timeout: Any, **optional: Any) -> T:
+        """A method that answers a value of `result`."""
+        return result._wire(await self._call(method, _params(params, optional), timeout))
+
+    async def _tell(self, method: str, params: Any, timeout: Any, **optional: Any) -> None:
+        """A method that answers `{}`."""
+        await self._call(method, _params(params, optional), timeout)
+
+
+def _params(params: Any, optional: dict[str, Any]) -> Any:
+    if params is None:
+        return None
+    for key, value in optional.items():
+        if value is not None:
+            params[key] = value
+    for key, value in params.items():
+        if isinstance(value, os.PathLike):
+            params[key] = os.fspath(value)
+    return params

@@ -52,6 +52,7 @@ def fake_koma(tmp_path: Path) -> Iterator[FakeKomaFactory]:
     made: list[FakeKoma] = []
 
     def make(scenario: Scenario | Mapping[str, Any], **options: Any) -> FakeKoma:
+        __tracebackhide__ = True  # a scenario's mistake shows in the test, not here
         koma = FakeKoma(scenario, dir=tmp_path / f"koma-{len(made) + 1}", **options)
         made.append(koma)
         return koma

@@ -343,7 +343,7 @@ async def test_a_timeout_is_also_a_timeout_error_in_seconds_and_math_inf_is_no_b
     e = info.value
     assert isinstance(e, KomaError) and e.code == "timeout"
     assert "within 0.05 s" in e.message, "seconds, as the option was given"
-    assert repr(e).startswith("KomaError(code='timeout'"), repr(e)
+    assert repr(e).startswith("TimedOut(code='timeout'"), repr(e)
     e.result = None
     again = pickle.loads(pickle.dumps(e))
     assert (type(again), again.code, again.message) == (type(e), e.code, e.message)

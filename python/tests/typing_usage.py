@@ -27,8 +27,11 @@ from koma_sdk import (
     Hello,
     KomaError,
     RemoteError,
+    RemoteFailure,
     State,
+    TimedOut,
     ToolCall,
+    TransportFailure,
     Turn,
     TurnResult,
 )
@@ -87,6 +90,17 @@ def show_error(e: KomaError) -> str:
     return f"{e.code}{where}: {e}"
 
 
+def show_classes(e: KomaError) -> str:
+    """A class per code narrows: a `RemoteFailure` has its `remote`, a
+    `TimedOut` is a `TimeoutError`, and a test can make any of them."""
+    if isinstance(e, RemoteFailure):
+        return e.remote.code
+    made: TransportFailure = TransportFailure("koma exited")
+    by_code: KomaError = KomaError("timeout", "too slow")
+    deadline: TimeoutError = TimedOut("too slow")
+    return f"{made.code} {by_code.code} {deadline}"
+
+
 async def policy(request: ApprovalRequestedData) -> Decision:
     return "allow" if request["tool"] == "write_file" else "deny"
 
@@ -135,7 +149,7 @@ async def main(executable: str) -> None:
                 await client.submit("fix notes.txt")
                 await client.submit("busy now")
             except KomaError as e:
-                print(show_error(e))
+                print(show_error(e), show_classes(e))
             print(client.pid, client.stderr[-80:])
             await client.interrupt()
             await client.detach(timeout=10)

@@ -1,5 +1,5 @@
 //! The error value. Its codes are the protocol's table (`docs/protocol.md`,
-//! and `surface/protocol.json`, from which `surface.rs` is generated).
+//! and `schema/protocol.schema.json`, from which `surface.rs` is generated).
 
 use std::fmt;
 

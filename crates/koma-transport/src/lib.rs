@@ -5,7 +5,7 @@
 //!
 //! - [`frame`]: splitting stdout into lines and classifying each line as a frame;
 //! - [`hello`]: the hello frame and its check;
-//! - [`surface`]: the protocol's methods, events and error codes, generated from `surface/protocol.json`;
+//! - [`surface`]: the protocol's methods, events and error codes, and the values the core builds, generated from `schema/` (of the shapes of [`tables`]);
 //! - [`params`]: the local check of params;
 //! - [`lifecycle`]: hello, then create/resume, then the rest, then detach;
 //! - [`pending`]: the table of requests written and not yet answered;
@@ -38,6 +38,7 @@ pub mod raw_json;
 pub mod runtime;
 pub mod stderr;
 pub mod surface;
+pub mod tables;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tid;

@@ -1,11 +1,12 @@
 //! The local check of a method's params, against the protocol's method table
-//! (`crate::surface`, generated from `surface/protocol.json`).
+//! (`crate::surface`, generated from `schema/protocol.schema.json`).
 
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, KomaError};
 
-pub use crate::surface::{Field, FieldType, Method, METHODS};
+pub use crate::surface::METHODS;
+pub use crate::tables::{Field, FieldType, Method};
 
 pub fn method(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)

@@ -1,35 +1,10 @@
-//! Generated from surface/protocol.json by scripts/surface.mjs: do not edit.
-//! The protocol's methods (with their params), events and error codes, as
-//! the core checks and reports them (see `docs/protocol.md`).
+//! Generated from schema/ by scripts/generate.mjs: do not edit.
+//! The protocol's methods (with their params), events and error codes, and
+//! the values the core builds, as the core checks and reports them (see
+//! `docs/protocol.md`).
 
-/// The type a param field must have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldType {
-    String,
-    /// A non-negative integer.
-    Integer,
-    Boolean,
-    /// Any JSON value.
-    Any,
-    /// One of these strings.
-    Enum(&'static [&'static str]),
-}
-
-/// One field of a method's params.
-#[derive(Clone, Copy, Debug)]
-pub struct Field {
-    pub name: &'static str,
-    pub ty: FieldType,
-    pub required: bool,
-}
-
-/// One method of the protocol.
-#[derive(Clone, Copy, Debug)]
-pub struct Method {
-    /// The wire name.
-    pub name: &'static str,
-    pub fields: &'static [Field],
-}
+use crate::raw_json::{JsonValue, JsonWriter, LiftedText, WriteJson};
+use crate::tables::{error_codes, Field, FieldType, Method};
 
 /// The methods of the protocol.
 pub const METHODS: &[Method] = &[
@@ -75,87 +50,96 @@ pub const EVENT_CATALOG: &[&str] = &[
     "diagnostic",
 ];
 
-/// The `code` of every error the SDK reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
+error_codes! {
     /// koma answered with an error; `err.remote` is `{code, message, data}`
-    Remote,
+    Remote = "remote",
     /// written, then the stream ended or failed before the answer: koma may or may not have acted
-    DeliveryUnknown,
+    DeliveryUnknown = "delivery_unknown",
     /// koma could not be talked to (it exited, crashed, closed a pipe, sent no hello in time);
     /// every later call on a failed client
-    TransportFailure,
+    TransportFailure = "transport_failure",
     /// the executable could not be started (not found, not executable, a working directory that
     /// cannot be entered)
-    SpawnFailed,
+    SpawnFailed = "spawn_failed",
     /// koma broke the protocol (a bad frame, a bad hello, a sequence gap, a frame over 40 MiB)
-    ProtocolError,
+    ProtocolError = "protocol_error",
     /// hello's protocol is not the integer 1
-    ProtocolMismatch,
+    ProtocolMismatch = "protocol_mismatch",
     /// this request would be over 40 MiB
-    FrameTooLarge,
+    FrameTooLarge = "frame_too_large",
     /// 64 requests already wait for their answers
-    TooManyPending,
+    TooManyPending = "too_many_pending",
     /// out of order: `create`/`resume` not first or twice, anything after `detach`
-    Lifecycle,
+    Lifecycle = "lifecycle",
     /// the method is not in hello's `capabilities`
-    Unsupported,
+    Unsupported = "unsupported",
     /// bad params, constructor options or call options
-    InvalidParams,
+    InvalidParams = "invalid_params",
     /// the client was closed before this call
-    Closed,
+    Closed = "closed",
     /// the call's `signal` was aborted
-    Aborted,
+    Aborted = "aborted",
     /// the call's `timeout` passed
-    Timeout,
+    Timeout = "timeout",
 }
 
-impl ErrorCode {
-    /// Every code, in the order of the protocol's table.
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::Remote,
-        ErrorCode::DeliveryUnknown,
-        ErrorCode::TransportFailure,
-        ErrorCode::SpawnFailed,
-        ErrorCode::ProtocolError,
-        ErrorCode::ProtocolMismatch,
-        ErrorCode::FrameTooLarge,
-        ErrorCode::TooManyPending,
-        ErrorCode::Lifecycle,
-        ErrorCode::Unsupported,
-        ErrorCode::InvalidParams,
-        ErrorCode::Closed,
-        ErrorCode::Aborted,
-        ErrorCode::Timeout,
-    ];
+/// What a turn came to: `status` as `turn_finished` said, `output` the `output` texts joined, the
+/// tool calls, how many events the turn had, and whether an overflow cost its loop events. `turn`
+/// is null only in the `result` of an error of a turn that koma never started (the submit failed,
+/// or the options were bad).
+#[derive(Debug)]
+pub struct TurnResult {
+    pub turn: Option<String>,
+    pub status: String,
+    /// All the turn's `output` text, joined.
+    pub output: LiftedText,
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// How many events the turn had.
+    pub events: u64,
+    /// An overflow cost the turn's loop events (the result is still collected from every event,
+    /// unless they were dropped before the turn was known: then `output` may lack pieces).
+    pub overflowed: bool,
+}
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Remote => "remote",
-            ErrorCode::DeliveryUnknown => "delivery_unknown",
-            ErrorCode::TransportFailure => "transport_failure",
-            ErrorCode::SpawnFailed => "spawn_failed",
-            ErrorCode::ProtocolError => "protocol_error",
-            ErrorCode::ProtocolMismatch => "protocol_mismatch",
-            ErrorCode::FrameTooLarge => "frame_too_large",
-            ErrorCode::TooManyPending => "too_many_pending",
-            ErrorCode::Lifecycle => "lifecycle",
-            ErrorCode::Unsupported => "unsupported",
-            ErrorCode::InvalidParams => "invalid_params",
-            ErrorCode::Closed => "closed",
-            ErrorCode::Aborted => "aborted",
-            ErrorCode::Timeout => "timeout",
-        }
-    }
-
-    /// The code named `name`, if there is one.
-    pub fn from_name(name: &str) -> Option<ErrorCode> {
-        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == name)
+impl WriteJson for TurnResult {
+    fn write_json(self, w: &mut JsonWriter) {
+        w.begin_object();
+        w.member("turn", self.turn);
+        w.member("status", self.status);
+        w.member("output", self.output);
+        w.member("toolCalls", self.tool_calls);
+        w.member("events", self.events);
+        w.member("overflowed", self.overflowed);
+        w.end_object();
     }
 }
 
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// A tool call of a turn, from its `tool_call` and `tool_result` events: what was asked (`tool`,
+/// `input`), what came of it (`output`, `error`, once its result came), and the answer to its
+/// approval if one was asked.
+#[derive(Debug)]
+pub struct ToolCallRecord {
+    pub call: String,
+    pub tool: String,
+    pub input: JsonValue,
+    /// The `tool_result`'s output, once it came.
+    pub output: Option<JsonValue>,
+    /// Whether the tool failed, once its result came.
+    pub error: Option<bool>,
+    /// How its approval was answered: by `onApproval`, by the application's `approve()`, or denied
+    /// for want of anyone to answer.
+    pub approval: Option<&'static str>,
+}
+
+impl WriteJson for ToolCallRecord {
+    fn write_json(self, w: &mut JsonWriter) {
+        w.begin_object();
+        w.member("call", self.call);
+        w.member("tool", self.tool);
+        w.member("input", self.input);
+        w.optional_member("output", self.output);
+        w.optional_member("error", self.error);
+        w.optional_member("approval", self.approval);
+        w.end_object();
     }
 }

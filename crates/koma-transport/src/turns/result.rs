@@ -1,20 +1,19 @@
 //! What a turn collects from its events for its result: its output, its tool
 //! calls (with their results and how their approvals were answered), how it
 //! ended, how many events it had, and whether an overflow cost its reader
-//! events. Built into the result's JSON once, at the end.
+//! events. Built into the result's JSON once, at the end, as the
+//! `TurnResult` of `schema/sdk.schema.json` (generated into `surface.rs`).
 
-use crate::lift::{LiftedString, Step};
-use crate::raw_json::RawJson;
+use crate::lift::LiftedString;
+use crate::raw_json::{JsonValue, JsonWriter, LiftedText, RawJson};
+use crate::surface::{ToolCallRecord, TurnResult};
 
 use super::spec::Decision;
 use super::text::Text;
 
 /// A JSON value as the data held it, with the strings lifted out of it
 /// (paths from the value).
-pub(super) struct Value {
-    pub json: String,
-    pub lifts: Vec<LiftedString>,
-}
+pub(super) use crate::raw_json::JsonValue as Value;
 
 struct ToolCall {
     call: Option<String>,
@@ -79,68 +78,29 @@ impl Collected {
     /// overflowed}` (see `TurnNews::Ended`), the output and the long strings
     /// of the tool calls lifted out.
     pub fn build(self, id: Option<&str>) -> RawJson {
-        let mut out = Vec::with_capacity(128 + self.tool_calls.len() * 96);
-        let mut lifts = Vec::new();
-        out.extend_from_slice(b"{\"turn\":");
-        json_string_or_null(&mut out, id);
-        out.extend_from_slice(b",\"status\":");
-        json_string_or_null(&mut out, Some(self.status.as_deref().unwrap_or("unknown")));
-        out.extend_from_slice(b",\"output\":\"\"");
-        if !self.output.is_empty() {
-            lifts.push(LiftedString { path: vec![Step::Key("output".into())], chars: self.output.into_chars() });
-        }
-        out.extend_from_slice(b",\"toolCalls\":[");
-        for (i, c) in self.tool_calls.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let at = |key: &str| vec![Step::Key("toolCalls".into()), Step::Index(i as u32), Step::Key(key.into())];
-            out.extend_from_slice(b"{\"call\":");
-            json_string_or_null(&mut out, c.call.as_deref());
-            out.extend_from_slice(b",\"tool\":");
-            json_string_or_null(&mut out, c.tool.as_deref());
-            out.extend_from_slice(b",\"input\":");
-            value(&mut out, &mut lifts, c.input, at("input"));
-            if c.done {
-                out.extend_from_slice(b",\"output\":");
-                value(&mut out, &mut lifts, c.output, at("output"));
-                if let Some(e) = c.error {
-                    out.extend_from_slice(if e { b",\"error\":true" } else { b",\"error\":false" });
-                }
-            }
-            if let Some(d) = c.approval {
-                out.extend_from_slice(b",\"approval\":\"");
-                out.extend_from_slice(d.as_str().as_bytes());
-                out.push(b'"');
-            }
-            out.push(b'}');
-        }
-        out.extend_from_slice(b"],\"events\":");
-        out.extend_from_slice(itoa::Buffer::new().format(self.events).as_bytes());
-        out.extend_from_slice(if self.overflowed { b",\"overflowed\":true}" } else { b",\"overflowed\":false}" });
-        RawJson::whole(out, lifts)
-    }
-}
-
-fn json_string_or_null(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => out.extend_from_slice(serde_json::to_string(s).unwrap_or_default().as_bytes()),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// A value at `path` of the result: its JSON, and its lifted strings moved under `path`.
-fn value(out: &mut Vec<u8>, lifts: &mut Vec<LiftedString>, v: Option<Value>, path: Vec<Step>) {
-    match v {
-        None => out.extend_from_slice(b"null"),
-        Some(v) => {
-            out.extend_from_slice(v.json.as_bytes());
-            for l in v.lifts {
-                let mut p = path.clone();
-                p.extend(l.path);
-                lifts.push(LiftedString { path: p, chars: l.chars });
-            }
-        }
+        let tool_calls = self
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCallRecord {
+                call: c.call.unwrap_or_default(),
+                tool: c.tool.unwrap_or_default(),
+                input: c.input.unwrap_or_else(JsonValue::null),
+                output: c.done.then(|| c.output.unwrap_or_else(JsonValue::null)),
+                error: if c.done { c.error } else { None },
+                approval: c.approval.map(Decision::as_str),
+            })
+            .collect::<Vec<_>>();
+        let capacity = 128 + tool_calls.len() * 96;
+        let output =
+            if self.output.is_empty() { LiftedText::Empty } else { LiftedText::Lifted(self.output.into_chars()) };
+        JsonWriter::with_capacity(capacity).write(TurnResult {
+            turn: id.map(str::to_owned),
+            status: self.status.unwrap_or_else(|| "unknown".to_owned()),
+            output,
+            tool_calls,
+            events: self.events,
+            overflowed: self.overflowed,
+        })
     }
 }
 
@@ -149,7 +109,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::lift::Chars;
+    use crate::lift::{Chars, Step};
 
     #[test]
     fn the_result_json_with_its_strings_lifted() {

@@ -1,0 +1,76 @@
+// The docs' tables: docs/protocol.md's methods, results, events and error
+// codes, the README's error codes, and CONTRIBUTING.md's list of the
+// generated files.
+import { kindOf, nullable, propertiesOf, scalarOf } from "./load.mjs";
+import { camel } from "./names.mjs";
+
+const lit = (v) => (v === null ? "null" : typeof v === "string" ? `'${v}'` : String(v));
+const cell = (s) => s.replace(/\|/g, "\\|");
+
+/** A type as the tables show it: enums spelled out, objects by name. */
+function shown(s) {
+  const t = (() => {
+    switch (kindOf(s)) {
+      case "ref":
+        return s.$def.schema.enum ? s.$def.schema.enum.map(lit).join(" | ") : s.$def.name;
+      case "const":
+        return lit(s.const);
+      case "enum":
+        return s.enum.map(lit).join(" | ");
+      case "scalar":
+        return { string: "string", integer: "number", number: "number", boolean: "boolean" }[scalarOf(s)];
+      case "array":
+        return `${shown(s.items)}[]`;
+      default:
+        return "unknown";
+    }
+  })();
+  return nullable(s) ? `${t} | null` : t;
+}
+
+const shape = (def) =>
+  `{${propertiesOf(def)
+    .map(([n, s, req]) => `${n}${req ? "" : "?"}: ${shown(s)}`)
+    .join(", ")}}`;
+
+export function mdMethods(m) {
+  const lines = ["| method (JavaScript name) | params | result | what it does |", "|---|---|---|---|"];
+  for (const method of m.methods) {
+    const name = camel(method.name) === method.name ? `\`${method.name}\`` : `\`${method.name}\` (\`${camel(method.name)}\`)`;
+    const params = method.params ? `\`${shape(method.params)}\`` : "`{}`";
+    const result = method.result ? `\`${method.result.name}\`` : "`{}`";
+    lines.push(`| ${name} | ${cell(params)} | ${result} | ${method.description} |`);
+  }
+  return lines.join("\n");
+}
+
+/** The results with fields, each once. */
+const results = (m) => [...new Set(m.methods.map((x) => x.result).filter((d) => d && propertiesOf(d).length))];
+
+export function mdResults(m) {
+  const lines = ["| result | shape | what it says |", "|---|---|---|"];
+  for (const def of results(m)) lines.push(`| \`${def.name}\` | ${cell(`\`${shape(def)}\``)} | ${def.schema.description} |`);
+  return lines.join("\n");
+}
+
+export function mdEvents(m) {
+  const named = new Set(results(m));
+  const lines = ["| name | data | what it says |", "|---|---|---|"];
+  for (const e of m.events) {
+    const data = named.has(e.data) ? `\`${e.data.name}\`` : `\`${shape(e.data)}\``;
+    lines.push(`| \`${e.name}\` | ${cell(data)} | ${e.description} |`);
+  }
+  return lines.join("\n");
+}
+
+export function mdErrors(m) {
+  const lines = ["| code | class | when | written? |", "|---|---|---|---|"];
+  for (const e of m.errors) lines.push(`| \`${e.code}\` | \`${e.className}\` | ${e.description} | ${e.written} |`);
+  return lines.join("\n");
+}
+
+export function mdFiles(outputs) {
+  const lines = ["| file | made by | from |", "|---|---|---|"];
+  for (const o of outputs) lines.push(`| \`${o.file}\`${o.region ? " (its tables)" : ""} | ${o.by} | ${o.from} |`);
+  return lines.join("\n");
+}

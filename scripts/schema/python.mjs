@@ -1,0 +1,329 @@
+// koma_sdk's types: each file of schema/ becomes a module (protocol ->
+// _surface.py, sdk -> _types.py), the error codes _codes.py and their
+// classes _exceptions.py. A type a program receives as a value is a frozen,
+// slotted dataclass made from the wire by `_values.Wire`; the data of an
+// event stays the wire's dict (no conversion per event), typed by a
+// TypedDict named `<Type>Data`; an enum is a `Literal`. Options are keyword
+// arguments of the client's methods, not types. The text is laid out by
+// ruff itself (format.mjs); the hand-written halves are _values.py and
+// _errors.py.
+import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
+import { doc, NOTE, quote, snake } from "./names.mjs";
+
+export const pyName = (def) => def.schema["x-python-name"] ?? def.name;
+const tdName = (def) => (def.name.endsWith("Data") ? def.name : `${def.name}Data`);
+/** A docstring of `text`, wrapped, its lines indented by `indent`. */
+function docstring(text, indent) {
+  if (!text) return [];
+  const lines = doc(text.replace(/\\/g, "\\\\").replace(/"""/g, '\\"\\"\\"'), indent, 116);
+  lines[0] = `${indent}"""${lines[0].slice(indent.length)}`;
+  lines[lines.length - 1] += '"""';
+  return lines;
+}
+/** A constant as Python writes it. */
+const pyLit = (v) => (v === true ? "True" : v === false ? "False" : v === null ? "None" : quote(v));
+const comment = (text) => (text ? doc(text, "#: ", 116) : []);
+
+/** Which object defs are TypedDicts (event data, and what it holds) and which dataclasses. */
+function roles(m) {
+  const isInput = inputs(m);
+  const typed = new Set();
+  const classes = new Set();
+  const close = (set, s) => {
+    if (!s || typeof s !== "object") return;
+    const def = s.$def;
+    if (def && def.schema.type === "object" && !def.schema["x-python-class"] && !set.has(def)) {
+      set.add(def);
+      for (const [, p] of propertiesOf(def)) close(set, p);
+    }
+    if (s.items) close(set, s.items);
+    if (s.additionalProperties) close(set, s.additionalProperties);
+  };
+  for (const e of m.events) close(typed, { $def: e.data });
+  for (const method of m.methods) if (method.result) close(classes, { $def: method.result });
+  for (const def of m.defs.values()) {
+    if (def.file === "schema/protocol.schema.json" || isInput.has(def.name) || !langsOf(def.schema).includes("python")) continue;
+    if (def.schema.type === "object") close(classes, { $def: def });
+  }
+  return { typed, classes };
+}
+
+/** The Python type of a schema; `td`: inside a TypedDict (objects are their TypedDicts). */
+function pyType(s, where, td) {
+  if (s["x-python-type"]) return s["x-python-type"];
+  const t = (() => {
+    switch (kindOf(s)) {
+      case "ref": {
+        const def = s.$def;
+        return td && def.schema.type === "object" ? tdName(def) : pyName(def);
+      }
+      case "const":
+        return `Literal[${pyLit(s.const)}]`;
+      case "enum": {
+        const values = s.enum.filter((v) => v !== null);
+        return `Literal[${values.map(quote).join(", ")}]${s.enum.includes(null) ? " | None" : ""}`;
+      }
+      case "scalar":
+        return { string: "str", integer: "int", number: "float", boolean: "bool" }[scalarOf(s)];
+      case "array":
+        return `list[${pyType(s.items, where, td)}]`;
+      case "map":
+        return `dict[str, ${pyType(s.additionalProperties, where, td)}]`;
+      case "any":
+        return "Any";
+    }
+    throw new SchemaError(where.file, where.path, "Python has no type for this schema");
+  })();
+  return nullable(s) ? `${t} | None` : t;
+}
+
+/** How `_values.Wire` converts a member: as it is, a dataclass, or a list of one. */
+function converter(s, classes) {
+  if (s.$def && classes.has(s.$def)) return pyName(s.$def);
+  if (s.items?.$def && classes.has(s.items.$def)) return `[${pyName(s.items.$def)}]`;
+  return "None";
+}
+
+function dataclass(def, classes) {
+  const where = (n) => ({ file: def.file, path: `${def.path}/properties/${n}` });
+  const members = propertiesOf(def).filter(([, p]) => langsOf(p).includes("python"));
+  const fields = [...members.filter(([, p, r]) => r && !("const" in p)), ...members.filter(([, p, r]) => !r && !("const" in p))];
+  const out = [
+    "",
+    "",
+    "@dataclass(frozen=True, slots=True)",
+    `class ${pyName(def)}(Wire):`,
+    ...docstring(def.schema.description, "    "),
+    "",
+  ];
+  for (const [n, p, req] of fields) {
+    const name = p["x-python-name"] ?? snake(n);
+    const type = pyType(p, where(n), false);
+    out.push(`    ${name}: ${type}${req ? "" : type === "Any" ? " = None" : " | None = None"}`);
+  }
+  for (const [n, p] of members.filter(([, p]) => "const" in p))
+    out.push(`    ${n}: ClassVar[Literal[${pyLit(p.const)}]] = ${pyLit(p.const)}`);
+  const table = fields.map(([n, p]) => `(${quote(n)}, ${converter(p, classes)})`);
+  out.push(`    _fields: ClassVar[Fields] = (${table.join(", ")}${table.length === 1 ? "," : ""})`);
+  return out;
+}
+
+function typedDict(def) {
+  const where = (n) => ({ file: def.file, path: `${def.path}/properties/${n}` });
+  const members = propertiesOf(def);
+  const required = members.filter(([, , r]) => r);
+  const optional = members.filter(([, , r]) => !r);
+  const name = tdName(def);
+  const out = [];
+  if (optional.length) {
+    out.push("", "", `class _${name}Fields(TypedDict):`);
+    for (const [n, p] of required) out.push(`    ${n}: ${pyType(p, where(n), true)}`);
+    out.push("", "", `class ${name}(_${name}Fields, total=False):`, ...docstring(def.schema.description, "    "), "");
+    for (const [n, p] of optional) out.push(`    ${n}: ${pyType(p, where(n), true)}`);
+  } else {
+    out.push("", "", `class ${name}(TypedDict):`, ...docstring(def.schema.description, "    "), "");
+    for (const [n, p] of required) out.push(`    ${n}: ${pyType(p, where(n), true)}`);
+  }
+  return out;
+}
+
+/** An event: a class of the hand-written base, its name a class constant, its data the wire's dict. */
+function extension(def, base, typed) {
+  const out = ["", "", `class ${pyName(def)}(${base}):`, ...docstring(def.schema.description, "    "), ""];
+  for (const [n, p] of Object.entries(def.schema.properties ?? {})) {
+    if ("const" in p) out.push(`    ${n}: ClassVar[Literal[${pyLit(p.const)}]] = ${pyLit(p.const)}`);
+    else out.push(`    ${n}: ${p.$def && typed.has(p.$def) ? tdName(p.$def) : pyType(p, { file: def.file, path: def.path }, true)}`);
+  }
+  return out;
+}
+
+function alias(def) {
+  const s = def.schema;
+  const where = { file: def.file, path: def.path };
+  const value = (() => {
+    switch (kindOf(s)) {
+      case "enum":
+        return pyType(s, where, false);
+      case "open":
+        return `Literal[${s.anyOf[0].enum.map(quote).join(", ")}] | str`;
+      case "union":
+        return s.oneOf.map((r) => pyName(r.$def)).join(" | ");
+    }
+  })();
+  return ["", ...comment(s.description), `${pyName(def)} = ${value}`];
+}
+
+/** The client's protocol methods: required params positional, optional ones by keyword, and `timeout`. */
+function methods(m) {
+  const out = [
+    "",
+    "",
+    "class Methods(Requests):",
+    '    """The protocol\'s methods of a client, each a coroutine named after the',
+    "    wire's method: required params positional, optional ones by keyword, and",
+    '    `timeout` (seconds) on each."""',
+  ];
+  for (const method of m.methods) {
+    const props = method.params ? propertiesOf(method.params) : [];
+    const where = (n) => ({ file: method.params.file, path: `${method.params.path}/properties/${n}` });
+    const req = props.filter(([, , r]) => r);
+    const opt = props.filter(([, , r]) => !r);
+    const sig = [
+      "self",
+      ...req.map(([n, p]) => `${n}: ${pyType(p, where(n), false)}`),
+      "*",
+      ...opt.map(([n, p]) => `${n}: ${pyType(p, where(n), false)} | None = None`),
+      "timeout: float | None = None",
+    ];
+    const result = method.result ? pyName(method.result) : "None";
+    const params = method.params ? `{${req.map(([n]) => `${quote(n)}: ${n}`).join(", ")}}` : "None";
+    const args = [quote(method.name), ...(method.result ? [result] : []), params, "timeout", ...opt.map(([n]) => `${n}=${n}`)];
+    out.push("", `    async def ${method.name}(${sig.join(", ")}) -> ${result}:`, ...docstring(method.description, "        "));
+    out.push(`        return await self.${method.result ? "_ask" : "_tell"}(${args.join(", ")})`);
+  }
+  return out;
+}
+
+function moduleText(doc, imports, body, exported) {
+  return [
+    `"""${NOTE}`,
+    "",
+    `${doc}"""`,
+    "",
+    "from __future__ import annotations",
+    "",
+    ...imports,
+    ...body,
+    "",
+    "",
+    `__all__ = [${[...exported].sort().map(quote).join(", ")}]`,
+    "",
+  ].join("\n");
+}
+
+/** `from X import a, b` lines for the names `body` uses of each module. */
+function importsFor(body, modules) {
+  // Code only: a word of a docstring or a comment is not a use.
+  const text = body
+    .join("\n")
+    .replace(/"""[\s\S]*?"""/g, "")
+    .replace(/#.*$/gm, "");
+  const lines = [];
+  for (const [module, names] of modules) {
+    const used = names.filter((n) => new RegExp(`\\b${n}\\b`).test(text)).sort();
+    if (used.length) lines.push(module.startsWith("import ") ? module : `from ${module} import ${used.join(", ")}`);
+  }
+  return lines;
+}
+
+/** The module of the defs of `file` (`schema/protocol.schema.json` or `schema/sdk.schema.json`). */
+export function pyModule(m, file, doc) {
+  const { typed, classes } = roles(m);
+  const isInput = inputs(m);
+  const body = [];
+  const exported = new Set();
+  const events = new Set(m.events.map((e) => e.def));
+  for (const def of m.defs.values()) {
+    const s = def.schema;
+    if (def.file !== file || !langsOf(s).includes("python") || isInput.has(def.name) || s["x-python-class"]) continue;
+    const kind = kindOf(s);
+    if (kind === "codes") continue; // _codes.py
+    if (kind === "enum" || kind === "open" || kind === "union") {
+      body.push(...alias(def));
+      exported.add(pyName(def));
+    }
+    if (classes.has(def)) {
+      body.push(...dataclass(def, classes));
+      exported.add(pyName(def));
+    }
+    if (typed.has(def)) {
+      body.push(...typedDict(def));
+      exported.add(tdName(def));
+    }
+    if (kind === "extension") {
+      const base = s.allOf[0].$def.schema["x-python-class"];
+      if (!base) throw new SchemaError(def.file, `${def.path}/allOf`, "Python extends only a class it has by hand (`x-python-class`)");
+      body.push(...extension(def, base.split(".")[1], typed));
+      if (!events.has(def))
+        throw new SchemaError(def.file, def.path, "an extension of a hand-written Python class must be an event of the catalog");
+      exported.add(pyName(def));
+    }
+  }
+  if (file === "schema/protocol.schema.json") {
+    body.push("", "", "#: The class of each catalog name (the core hands over catalog names only).");
+    body.push(`EVENT_CLASSES: dict[str, Any] = {${m.events.map((e) => `${quote(e.name)}: ${pyName(e.def)}`).join(", ")},}`);
+    body.push(...methods(m));
+  }
+  // Names of the other modules' types that this one uses.
+  const elsewhere = new Map();
+  for (const def of m.defs.values()) {
+    if (def.file === file || !langsOf(def.schema).includes("python")) continue;
+    const module = def.file === "schema/protocol.schema.json" ? "._surface" : "._types";
+    const names = elsewhere.get(module) ?? [];
+    names.push(pyName(def), tdName(def));
+    elsewhere.set(module, names);
+  }
+  const own = [...m.defs.values()].filter((d) => d.file !== file && d.schema["x-python-class"]).map((d) => d.schema["x-python-class"]);
+  const handWritten = new Map();
+  for (const path of [
+    ...own,
+    ...[...m.defs.values()].filter((d) => d.file === file && d.schema["x-python-class"]).map((d) => d.schema["x-python-class"]),
+  ]) {
+    const [module, name] = path.split(".");
+    handWritten.set(`.${module}`, [...(handWritten.get(`.${module}`) ?? []), name]);
+  }
+  const values = handWritten.get("._values") ?? [];
+  handWritten.set("._values", [...values, "Fields", "Requests", "Wire"]);
+  const imports = [
+    ...importsFor(body, [["import os", ["os"]]]),
+    ...importsFor(body, [
+      ["dataclasses", ["dataclass"]],
+      ["typing", ["Any", "ClassVar", "Literal", "TypedDict"]],
+    ]),
+    "",
+    ...importsFor(body, [...[...elsewhere, ...handWritten].sort(([a], [b]) => a.localeCompare(b))]),
+  ];
+  return moduleText(doc, imports, body, exported);
+}
+
+export function pyCodes(m) {
+  const body = ["", `ErrorCode = Literal[${m.errors.map((e) => quote(e.code)).join(", ")},]`];
+  return [
+    `"""${NOTE}`,
+    "",
+    'The `code` of every error the package raises (see the README\'s table)."""',
+    "",
+    "from typing import Literal",
+    ...body,
+    "",
+  ].join("\n");
+}
+
+export function pyExceptions(m) {
+  const body = [];
+  for (const e of m.errors) {
+    const bases = ["ErrorOfCode", ...(e.pythonAlso ? [e.pythonAlso] : [])];
+    body.push(
+      "",
+      "",
+      `class ${e.className}(${bases.join(", ")}, code=${quote(e.code)}):`,
+      ...docstring(`\`${e.code}\`: ${e.description}.`, "    "),
+      "",
+    );
+    body.push(`    code: Literal[${quote(e.code)}]`);
+    if (e.remote) body.push("    remote: RemoteError");
+  }
+  const doc =
+    "One class per error code of the README's table, each a `KomaError` with its `code`:\n`except koma_sdk.TransportFailure:`. `KomaError(code, message)` makes the class of `code`.";
+  const imports = [
+    "from typing import Literal",
+    "",
+    `from ._errors import ErrorOfCode${m.errors.some((e) => e.remote) ? ", RemoteError" : ""}`,
+  ];
+  return moduleText(
+    doc,
+    imports,
+    body,
+    m.errors.map((e) => e.className),
+  );
+}
