@@ -26,6 +26,10 @@ class RemoteError:
     def __repr__(self) -> str:
         return f"RemoteError(code={self.code!r}, message={self.message!r}, data={self.data!r})"
 
+    def __reduce__(self) -> Any:
+        # Pickled whole under every protocol (slots alone need protocol 2).
+        return (RemoteError, (self.code, self.message, self.data))
+
 
 class KomaError(Exception):
     """Every error the package raises. `code` says what happened (see the
@@ -54,8 +58,11 @@ class KomaError(Exception):
         return f"KomaError(code={self.code!r}, message={self.message!r})"
 
     def __reduce__(self) -> Any:
-        # The result too (pickling an exception keeps only its args otherwise).
-        return (KomaError, (self.code, self.message, self.remote), {"result": self.result})
+        # Remade through KomaError (which picks the class of the code), with
+        # every attribute: the result, and notes added on the way (pickling an
+        # exception keeps only its args otherwise). A worker's errors reach a
+        # driver whole this way (docs/scale.md, "Beyond one machine").
+        return (KomaError, (self.code, self.message, self.remote), dict(self.__dict__))
 
 
 class _KomaTimeoutError(KomaError, TimeoutError):
