@@ -2,20 +2,20 @@
 second through a local Ray cluster of W workers running A tasks at once
 each, every task a turn of a koma-sim of its own (the example's demo tasks
 for koma-sim's keyword agent: reads, and fixes whose approval is denied),
-at two paces:
+in three runs:
 
   paced     KOMA_SIM_DELAY_MS=120 (koma-sim's default): 120 ms before each
             streamed step, about 1 s a turn, a stand-in for an agent that
-            streams as it works (a real one takes longer: the figure is
-            then W x A / its turn time)
-  unpaced   KOMA_SIM_DELAY_MS=0: what the fleet itself costs per task
+            streams as it works; A = 4, then A = 32 (a real agent's turn is
+            longer: the rate is then about W x A / its turn time)
+  unpaced   KOMA_SIM_DELAY_MS=0, A = 4: what the fleet itself costs per task
 
 and, for each, the same tasks in this one process (asyncio, W x A clients
 at once, no Ray). A figure is the median of R rounds of N tasks, after one
 warm-up round, from the first submit to the last outcome.
 
     python/.venv-fleet/bin/python python/bench/ray_fleet.py    (made by `python3 python/dev.py fleet`)
-    options: --workers W (2), --agents A (4), --tasks N (200 unpaced, 48 paced), --rounds R (3)
+    options: --workers W (2), --rounds R (3), --quick (one round of fewer tasks)
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from koma_sdk.sim import path as sim_path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "fleet"))
 import fleet  # noqa: E402
 
-PACES = {"paced": 120, "unpaced": 0}
+#: (name, KOMA_SIM_DELAY_MS, tasks at once per worker, tasks per round)
+RUNS = [("paced", 120, 4, 48), ("paced", 120, 32, 256), ("unpaced", 0, 4, 200)]
 
 
 def env_of(pace_ms: int) -> dict[str, str]:
@@ -89,15 +90,14 @@ def check(outcomes: dict[str, fleet.Outcome], tasks: list[fleet.Task]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--agents", type=int, default=4)
-    parser.add_argument("--tasks", type=int, help="tasks per round (200 unpaced, 48 paced)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one round of a quarter of the tasks")
     args = parser.parse_args()
-    at_once = args.workers * args.agents
+    rounds = 1 if args.quick else args.rounds
 
     ray_tmp = tempfile.mkdtemp(prefix="koma-ray-")
     os.environ["RAY_TMPDIR"] = ray_tmp
-    rows = []
+    rows: list[tuple[str, int, int, int, list[float], list[float]]] = []
     try:
         ray.init(
             num_cpus=args.workers,
@@ -106,34 +106,36 @@ def main() -> None:
             object_store_memory=100 * 1024 * 1024,
             runtime_env={"py_modules": [fleet]},
         )
-        for name, pace in PACES.items():
-            n = args.tasks or (48 if pace else 200)
+        for name, pace, agents, n in RUNS:
+            at_once = args.workers * agents
+            n = max(at_once, n // 4) if args.quick else n
             tasks = fleet.demo_tasks(n)
-            workers = fleet.start_workers(args.workers, agents=args.agents, executable=None, env=env_of(pace))
+            workers = fleet.start_workers(args.workers, agents=agents, executable=None, env=env_of(pace))
             on_ray(tasks[:at_once], workers)  # warm-up: the workers' processes, imports, first spawns
             in_one_process(tasks[:at_once], at_once, env_of(pace))
             ray_s, local_s = [], []
-            for _ in range(args.rounds):  # alternated, so that both see the machine's same moments
+            for _ in range(rounds):  # alternated, so that both see the machine's same moments
                 ray_s.append(on_ray(tasks, workers))
                 local_s.append(in_one_process(tasks, at_once, env_of(pace)))
             ray.get([w.close.remote() for w in workers])
             for w in workers:
                 ray.kill(w)
-            rows.append((name, pace, n, statistics.median(ray_s), statistics.median(local_s), ray_s, local_s))
+            rows.append((name, pace, agents, n, ray_s, local_s))
     finally:
         ray.shutdown()
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
     print(
-        f"\nRay {ray.__version__}, {args.workers} workers x {args.agents} tasks at once; one process: {at_once} at once"
+        f"\nRay {ray.__version__}, {args.workers} workers; one process: as many tasks at once as the workers together"
     )
     print(
-        "| koma-sim | tasks per round | Ray: tasks/s (median) | one process, no Ray: tasks/s | rounds (Ray; one process) |"
+        "| koma-sim | at once per worker | tasks per round | Ray: tasks/s (median) | one process, no Ray: tasks/s | rounds (Ray; one process) |"
     )
-    print("|---|---:|---:|---:|---|")
-    for name, pace, n, ray_m, local_m, ray_s, local_s in rows:
-        rounds = ", ".join(f"{n / s:.1f}" for s in ray_s) + "; " + ", ".join(f"{n / s:.1f}" for s in local_s)
-        print(f"| {name} ({pace} ms a step) | {n} | {n / ray_m:.1f} | {n / local_m:.1f} | {rounds} |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, pace, agents, n, ray_s, local_s in rows:
+        each = ", ".join(f"{n / s:.1f}" for s in ray_s) + "; " + ", ".join(f"{n / s:.1f}" for s in local_s)
+        ray_m, local_m = statistics.median(ray_s), statistics.median(local_s)
+        print(f"| {name} ({pace} ms a step) | {agents} | {n} | {n / ray_m:.1f} | {n / local_m:.1f} | {each} |")
 
 
 if __name__ == "__main__":

@@ -38,10 +38,14 @@ class KomaError(Exception):
     and `Client.run()`. One with code `timeout` is also a `TimeoutError`, so
     one `except TimeoutError` takes the package's deadlines and asyncio's."""
 
-    def __new__(cls, code: ErrorCode, message: str, remote: RemoteError | None = None) -> KomaError:
-        if cls is KomaError and code == "timeout":
+    def __new__(cls, *args: Any, **kwargs: Any) -> KomaError:
+        # The code picks the class; __init__ checks the arguments. A subclass
+        # that a library makes may pass others: Ray raises a failed task's
+        # error as RayTaskError(KomaError), made from the error alone, which
+        # `except KomaError` then takes (docs/scale.md, "Beyond one machine").
+        if cls is KomaError and (args[0] if args else kwargs.get("code")) == "timeout":
             cls = _KomaTimeoutError
-        self: KomaError = super().__new__(cls, message)
+        self: KomaError = super().__new__(cls)
         return self
 
     def __init__(self, code: ErrorCode, message: str, remote: RemoteError | None = None) -> None:

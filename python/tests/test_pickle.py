@@ -86,3 +86,27 @@ async def test_a_turn_timeout_pickles_as_a_timeout_error(anyio_backend: str, tmp
     assert e.code == "timeout" and isinstance(e, TimeoutError) and e.result is not None
     for protocol in PROTOCOLS:
         same_error(pickle.loads(pickle.dumps(e, protocol=protocol)), e)
+
+
+class _Wrapper(Exception):
+    """What Ray does with a task's error: a class of its own and the error's
+    (`RayTaskError(KomaError)`), made from the error alone, whose attributes
+    are the error's."""
+
+    def __init__(self, cause: KomaError) -> None:
+        self.cause = cause
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.cause, name)
+
+
+@pytest.mark.parametrize("code", get_args(ErrorCode))
+def test_a_library_may_subclass_an_error_to_wrap_it(code: ErrorCode) -> None:
+    e = KomaError(code, "what went wrong")
+    e.result = RESULT
+    wrapped = type(f"Wrapped({type(e).__name__})", (_Wrapper, type(e)), {})(e)
+    assert isinstance(wrapped, KomaError), "`except KomaError` takes it"
+    assert isinstance(wrapped, TimeoutError) == (code == "timeout")
+    assert (wrapped.code, wrapped.message, wrapped.result) == (code, "what went wrong", RESULT)
+    with pytest.raises(TypeError):
+        KomaError(code)  # type: ignore[call-arg]  # the package's own errors still need their message

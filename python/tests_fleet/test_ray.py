@@ -123,7 +123,8 @@ def test_every_task_is_accounted_for(cluster: Fleet) -> None:
     }
     every = [task for kind in tasks.values() for task in kind]
     assert len(every) == 20
-    outcomes = dict(fleet.gather(fleet.submit(every, cluster.workers)))
+    refs = fleet.submit(every, cluster.workers)
+    outcomes = dict(fleet.gather(refs))
 
     assert sorted(outcomes) == sorted(task.id for task in every), "every task accounted for, once"
     assert komas() == [], "every task's koma-sim is closed and gone"
@@ -142,6 +143,9 @@ def test_every_task_is_accounted_for(cluster: Fleet) -> None:
         assert e.result is not None and e.result.output == "Reading the code...", "the turn so far crossed too"
         assert any(task.id in note for note in getattr(e, "__notes__", [])), "the worker's note crossed too"
         assert submits[task.text] == 1 + RETRIES, "Ray ran it again, then gave up"
+        with pytest.raises(KomaError) as raised:  # as ray.get() raises it: RayTaskError(KomaError)
+            ray.get(next(ref for ref, task_id in refs.items() if task_id == task.id))
+        assert raised.value.code == "transport_failure" and type(raised.value.cause) is KomaError
     for task in tasks["flaky"]:
         result = outcomes[task.id]
         assert isinstance(result, TurnResult) and result.status == "completed", result

@@ -170,8 +170,9 @@ def submit(tasks: Sequence[Task], workers: Sequence[ActorHandle]) -> dict[ray.Ob
 
 
 def outcome(ref: ray.ObjectRef) -> Outcome:
-    """A task's outcome. After Ray's last retry, its error comes as a
-    `RayTaskError` whose `cause` is the `KomaError`."""
+    """A task's outcome. After Ray's last retry, `ray.get()` raises the
+    error as a `RayTaskError(KomaError)` (which `except KomaError` takes);
+    its `cause` is the error as the worker raised it."""
     try:
         value: Outcome = ray.get(ref)
         return value
