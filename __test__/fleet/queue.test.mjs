@@ -19,7 +19,7 @@ import { addTasks, gather } from "../../examples/fleet/driver.mjs";
 import { connect, QUEUE } from "../../examples/fleet/queue.mjs";
 import { root } from "../helpers.mjs";
 import { descendants, gone, komas, running } from "./procs.mjs";
-import { startRedis } from "./redis.mjs";
+import { startRedis } from "../../scripts/lib/redis.mjs";
 
 // What every koma-sim plays: a text with "crash" dies of SIGKILL after one
 // output, one with "hang" pauses until it is interrupted, any other is the

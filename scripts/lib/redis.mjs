@@ -1,4 +1,4 @@
-// Debian's redis-server, started for a test on a port of the loopback
+// Debian's redis-server, started for a test or a benchmark on a port of the loopback
 // address that is free, with nothing saved, and stopped.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
