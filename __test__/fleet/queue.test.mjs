@@ -66,8 +66,8 @@ const workers = new Set();
  * flags (with `--sim`, the worker finds koma-sim itself and plays no scenario).
  */
 async function startWorker(args = []) {
-  const env = args.includes("--sim") ? {} : { KOMA: WRAPPER, KOMA_SIM: simPath, ...koma.env };
-  const child = spawn(process.execPath, [WORKER, "--agents", "4", "--lock-ms", "5000", ...args], {
+  const env = args.includes("--sim") ? {} : { KOMA_EXECUTABLE: WRAPPER, KOMA_SIM: simPath, ...koma.env };
+  const child = spawn(process.execPath, [WORKER, "--agents", "4", "--lock-ms", "8000", ...args], {
     env: { ...process.env, REDIS_URL: redis.url, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

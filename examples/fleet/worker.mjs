@@ -10,7 +10,7 @@
 // to the queue (another worker takes them), and exits 0.
 //
 //   node examples/fleet/worker.mjs --sim                  koma-sim (from @koma/sdk/sim) in place of koma
-//   KOMA=/usr/local/bin/koma node examples/fleet/worker.mjs --agents 8
+//   KOMA_EXECUTABLE=/usr/local/bin/koma node examples/fleet/worker.mjs --agents 8
 //
 // REDIS_URL says where the queue is (redis://127.0.0.1:6379 unless set).
 // See docs/scale.md, "Beyond one machine".
@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
   },
 });
 
-let executable = process.env.KOMA ?? "koma";
+let executable = process.env.KOMA_EXECUTABLE ?? "koma";
 /** @type {Record<string, string>} */
 const env = {};
 if (args.sim) {

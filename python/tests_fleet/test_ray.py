@@ -101,14 +101,13 @@ def cluster() -> Iterator[Fleet]:
         )
         yield Fleet(root, koma, *fakes)
     finally:
-        ray.shutdown()
-        left = [p for p in descendants() if p.state != "Z"]
-        for p in left:  # nothing may leak past the test, even when it fails
-            os.kill(p.pid, signal.SIGKILL)
+        ray.shutdown()  # (done already by the last test, unless one failed first)
+        for p in descendants():  # nothing may leak past the tests, even when one fails
+            if p.state != "Z":
+                os.kill(p.pid, signal.SIGKILL)
         shutil.rmtree(ray_tmp, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
         del os.environ["RAY_TMPDIR"]
-        assert not left, f"left after ray.shutdown(): {left}"
 
 
 def test_every_task_is_accounted_for(cluster: Fleet) -> None:
@@ -141,7 +140,8 @@ def test_every_task_is_accounted_for(cluster: Fleet) -> None:
         assert type(e) is KomaError and e.code == "transport_failure", e
         assert "SIGKILL" in e.message or "signal" in e.message, e.message
         assert e.result is not None and e.result.output == "Reading the code...", "the turn so far crossed too"
-        assert any(task.id in note for note in getattr(e, "__notes__", [])), "the worker's note crossed too"
+        if sys.version_info >= (3, 11):
+            assert any(task.id in note for note in e.__notes__), "the worker's note crossed too"
         assert submits[task.text] == 1 + RETRIES, "Ray ran it again, then gave up"
         with pytest.raises(KomaError) as raised:  # as ray.get() raises it: RayTaskError(KomaError)
             ray.get(next(ref for ref, task_id in refs.items() if task_id == task.id))
@@ -205,3 +205,12 @@ def test_a_graceful_shutdown_closes_every_client(cluster: Fleet) -> None:
     late = fleet.outcome(cluster.workers[0].run.remote(fleet.Task("late", "read late.py")))
     assert isinstance(late, KomaError) and late.code == "closed", late
     assert komas() == []
+
+
+def test_nothing_is_left_after_ray_shutdown(cluster: Fleet) -> None:
+    assert komas() == []
+    ray.shutdown()
+    # Ray's processes end as it stops them; the workers' may end a moment after the call returns.
+    left = [p for p in descendants() if p.state != "Z"]
+    assert gone([p.pid for p in left]) == [], f"left after ray.shutdown(): {left}"
+    assert [p for p in descendants() if p.state != "Z"] == []

@@ -27,7 +27,7 @@ import os
 import socket
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,8 +82,10 @@ class Agents:
         self.timeout = timeout
         #: The clients of the tasks running now, by task id.
         self.clients: dict[str, Client] = {}
-        #: Set once a task's turn has started (or the task is over), by task id.
+        #: Set once a task's turn has started, by task id, while it runs or is waited for.
         self.started: dict[str, asyncio.Event] = {}
+        #: The tasks over most recently (a worker runs for long: not all of them).
+        self.ended: deque[str] = deque(maxlen=10_000)
         self.closing = False
 
     @ray.method(retry_exceptions=[KomaError])
@@ -108,21 +110,24 @@ class Agents:
                         await turn.interrupt()
                     raise
         except KomaError as e:
-            e.add_note(f"task {task.id} on {socket.gethostname()}, worker pid {os.getpid()}")
+            if sys.version_info >= (3, 11):  # where the error happened, in its traceback
+                e.add_note(f"task {task.id} on {socket.gethostname()}, worker pid {os.getpid()}")
             if e.code in RETRY and not self.closing:
                 raise  # Ray runs the task again
             return e
         finally:
-            del self.clients[task.id]
-            self._started(task.id).set()
+            self.clients.pop(task.id, None)
+            self.ended.append(task.id)
+            self.started.pop(task.id, asyncio.Event()).set()
 
     def _started(self, task_id: str) -> asyncio.Event:
         return self.started.setdefault(task_id, asyncio.Event())
 
     async def wait_started(self, task_id: str) -> int | None:
-        """Waits until the task's turn has started here (or the task is
-        over); its koma's process id, or None once the task is over."""
-        await self._started(task_id).wait()
+        """Waits until the task's turn has started here, or the task is
+        over; its koma's process id, or None once the task is over."""
+        if task_id not in self.ended:
+            await self._started(task_id).wait()
         client = self.clients.get(task_id)
         return None if client is None else client.pid
 
