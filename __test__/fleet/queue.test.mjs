@@ -57,7 +57,7 @@ let queue;
 let events;
 /** What each job's worker reported when its turn started: `{worker, koma}`, by job id. */
 const started = new Map();
-/** @type {Set<ReturnType<typeof spawn>>} */
+/** @type {Set<ReturnType<typeof spawn> & {exited: Promise<unknown[]>}>} */
 const workers = new Set();
 
 /**
@@ -71,16 +71,17 @@ async function startWorker(args = []) {
     env: { ...process.env, REDIS_URL: redis.url, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  workers.add(child);
-  // Listened to from the start: a worker may end while the test awaits another.
-  const exited = once(child, "exit").finally(() => workers.delete(child));
   let out = "";
+  // Its end is listened to from the start: a worker may end while the test awaits another.
+  const worker = Object.assign(child, { exited: once(child, "exit"), output: () => out });
+  workers.add(worker);
+  worker.exited.finally(() => workers.delete(worker));
   child.stdout.on("data", (d) => (out += d));
   await new Promise((resolve, reject) => {
     child.stdout.on("data", () => out.includes(": ready") && resolve(undefined));
     child.once("exit", (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${out}`)));
   });
-  return Object.assign(child, { exited, output: () => out });
+  return worker;
 }
 
 /** A task's folder; `attempt`: what its first attempt plays ("crashes", "hangs"). */
