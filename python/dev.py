@@ -5,6 +5,7 @@
     python3 python/dev.py demo          # build, then python/examples/demo.py against koma-sim
     python3 python/dev.py check-sdist   # the sdist check alone
     python3 python/dev.py generate      # the files made from schema/ (needs Node.js; runs npm ci if needed)
+    python3 python/dev.py fleet         # the Ray example's tests, in a venv of their own with Ray (--bench: its throughput)
 
 `test` makes python/.venv if it is missing (kept between runs, like cargo's
 cache), installs the pinned tools there, builds the wheel (release, with
@@ -63,6 +64,12 @@ PINS = [
 EXAMPLE_TOOLS = ["pytest==9.2.*", "anyio==4.16.*", "trio==0.35.*"]
 WHEELHOUSE = VENV / "wheelhouse"
 EXAMPLE = HERE / "examples" / "testing"
+# The fleet tests (python/tests_fleet, the Ray example python/examples/fleet):
+# a venv of their own, since Ray is no dependency of koma_sdk nor a tool of
+# its suite (about 300 MB, kept between runs like VENV), with koma_sdk's
+# wheel from this checkout.
+FLEET_VENV = HERE / ".venv-fleet"
+FLEET_PINS = ["ray==2.60.0", "pytest==9.2.*", "pytest-timeout==2.4.*"]
 
 
 def step(name: str) -> None:
@@ -498,14 +505,52 @@ def demo() -> None:
     run(str(py), str(HERE / "examples" / "demo.py"), cwd=ROOT, env=env)
 
 
+def ensure_fleet_venv() -> Path:
+    py = venv_python(FLEET_VENV)
+    stamp = FLEET_VENV / ".koma-pins"
+    if not py.exists():
+        step(f"venv {FLEET_VENV}")
+        venv.EnvBuilder(with_pip=True).create(FLEET_VENV)
+    if not stamp.exists() or stamp.read_text() != "\n".join(FLEET_PINS):
+        step("the fleet tests' tools: " + ", ".join(FLEET_PINS))
+        run(str(py), "-m", "pip", "install", "--quiet", *FLEET_PINS)
+        stamp.write_text("\n".join(FLEET_PINS))
+    return py
+
+
+def fleet(args: list[str]) -> None:
+    """`fleet [--bench]`: the Ray example's tests (python/tests_fleet) on a
+    local Ray cluster each test starts and shuts down; `--bench` then
+    measures its throughput (python/bench/ray_fleet.py)."""
+    if any(a != "--bench" for a in args):
+        sys.exit("usage: python3 python/dev.py fleet [--bench]")
+    started = time.monotonic()
+    wheel = build(ensure_venv())
+    py = ensure_fleet_venv()
+    step(f"install {wheel.name} into {FLEET_VENV}")
+    run(str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
+    # No token written into the home folder, no usage report: a cluster of the tests' own.
+    env = {k: v for k, v in os.environ.items() if k not in ("KOMA_SIM_PATH", "RAY_ADDRESS")}
+    env.update({"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"})
+    step("pytest python/tests_fleet (Ray)")
+    run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests_fleet"), cwd=ROOT, env=env)
+    if "--bench" in args:
+        step("the Ray example's throughput (python/bench/ray_fleet.py)")
+        run(str(py), str(HERE / "bench" / "ray_fleet.py"), cwd=ROOT, env=env)
+    print(f"\nfleet: passed in {time.monotonic() - started:.0f} s")
+
+
 def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
+    if len(sys.argv) >= 2 and sys.argv[1] == "fleet":
+        fleet(sys.argv[2:])
+        return
     commands = {"test": test, "demo": demo, "check-sdist": sdist_only, "generate": generate}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit(
-            "usage: python3 python/dev.py test|demo|check-sdist|generate (or check-wheel WHEEL, for the release workflow)"
+            "usage: python3 python/dev.py test|demo|check-sdist|generate|fleet (or check-wheel WHEEL, for the release workflow)"
         )
     commands[sys.argv[1]]()
 

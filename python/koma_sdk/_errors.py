@@ -30,6 +30,7 @@ class RemoteError:
         return f"RemoteError(code={self.code!r}, message={self.message!r}, data={self.data!r})"
 
     def __reduce__(self) -> Any:
+        # Pickled whole under every protocol (slots alone need protocol 2).
         return (RemoteError, (self.code, self.message, self.data))
 
 
@@ -78,26 +79,38 @@ class KomaError(Exception, metaclass=_ByCode):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
     def __reduce__(self) -> Any:
-        # The class by its code, and the result too (pickling an exception
-        # keeps only its args otherwise).
-        return (KomaError, (self.code, self.message, self.remote), {"result": self.result})
+        # Remade through KomaError (which picks the class of the code), with
+        # every attribute: the result, and notes added on the way (pickling an
+        # exception keeps only its args otherwise). A worker's errors reach a
+        # driver whole this way (docs/scale.md, "Beyond one machine").
+        return (KomaError, (self.code, self.message, self.remote), dict(self.__dict__))
 
 
 class ErrorOfCode(KomaError):
     """The base of the class of each code: made with the message alone."""
 
-    def __init_subclass__(cls, code: ErrorCode, **kwargs: Any) -> None:
+    def __init_subclass__(cls, code: ErrorCode | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if code is None:
+            # A subclass made by a library, not a code's own class: Ray wraps a
+            # failed task's error as RayTaskError(TransportFailure), made from
+            # the error alone, which `except KomaError` then takes
+            # (docs/scale.md, "Beyond one machine").
+            return
         _CLASSES[code] = cls
         cls._code = code
         cls.__module__ = "koma_sdk"
 
     _code: ClassVar[ErrorCode]
 
-    def __new__(cls, message: str, remote: RemoteError | None = None) -> ErrorOfCode:
+    def __new__(cls, *args: Any, **kwargs: Any) -> ErrorOfCode:
         # The message alone (an OSError, as a timeout's class is, reads two
-        # arguments as an errno and its text).
-        return super().__new__(cls, message)
+        # arguments as an errno and its text). Any arguments are taken, since
+        # a library's subclass (Ray's) passes its own to its own `__init__`,
+        # which checks them; ours does.
+        message = args[0] if args else kwargs.get("message", "")
+        self: ErrorOfCode = super().__new__(cls, message)
+        return self
 
     def __init__(self, message: str, remote: RemoteError | None = None) -> None:
         Exception.__init__(self, message)
