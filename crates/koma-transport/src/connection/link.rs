@@ -152,6 +152,9 @@ impl Link {
             for token in fx.done {
                 s.outbox.completions.push(Completion { token, outcome: Outcome::Done });
             }
+            for token in fx.abandon {
+                s.forget(token);
+            }
         }
     }
 
