@@ -20,7 +20,7 @@ from ._codes import ErrorCode  # noqa: E402
 from ._errors import KomaError, RemoteError  # noqa: E402
 from ._stream import EventStream  # noqa: E402
 from ._surface import *  # noqa: E402, F403  (the declared surface: its own __all__)
-from ._turn import ApprovalPolicy, Turn  # noqa: E402
+from ._turn import ApprovalPolicy, Turn, TurnLoop  # noqa: E402
 from ._types import (  # noqa: E402
     Binary,
     EventItem,
@@ -45,6 +45,7 @@ __all__ = [
     "RemoteError",
     "ToolCall",
     "Turn",
+    "TurnLoop",
     "TurnMode",
     "TurnResult",
     "TurnStatus",

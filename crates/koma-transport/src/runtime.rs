@@ -22,3 +22,4 @@ mod threads;
 pub use fork::generation;
 pub use lease::Lease;
 pub use threads::{running, settle, wait_idle};
+pub(crate) use io::on_io_thread;

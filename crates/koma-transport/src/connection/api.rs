@@ -255,6 +255,37 @@ impl Connection {
         self.link.signals.request_stop(Stop::Kill);
     }
 
+    /// Stop the child's whole group at once (as [`Connection::kill_now`]),
+    /// and wait, blocking, until it is reaped and every task and descriptor
+    /// of the connection is gone, and, if it was the last connection, the
+    /// I/O threads have ended; at most `limit`, a bound against a process
+    /// that outlives SIGKILL (a stopped tracee). For a host whose object is
+    /// collected where it cannot await (a finalizer): once it returns, the
+    /// client has left nothing behind, as after `close()`. True when done.
+    /// Must not be called on an I/O thread (the wait would stall it): it
+    /// then only kills, and returns false.
+    pub fn kill_and_wait(&self, limit: Duration) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
+        self.kill_now();
+        if crate::runtime::on_io_thread() {
+            return false;
+        }
+        let s = self.link.lock();
+        let started = s.phase != Phase::NotStarted && s.phase != Phase::Closed;
+        if !started || s.child.supervisor_done {
+            drop(s);
+            crate::runtime::settle();
+            return true;
+        }
+        let s = self.link.wait_supervised(s, std::time::Instant::now() + limit);
+        let done = s.child.supervisor_done;
+        drop(s);
+        crate::runtime::settle();
+        done
+    }
+
     /// Whether `close()` is done: the child is reaped and every task and
     /// descriptor of this connection is gone (for tests and diagnostics).
     /// After a fork, true: nothing of it is open in this process.
