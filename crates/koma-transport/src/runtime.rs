@@ -20,6 +20,6 @@ mod lease;
 mod threads;
 
 pub use fork::generation;
+pub(crate) use io::on_io_thread;
 pub use lease::Lease;
 pub use threads::{running, settle, wait_idle};
-pub(crate) use io::on_io_thread;
