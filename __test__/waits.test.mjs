@@ -41,38 +41,46 @@ async function hungTurnOf(client) {
   await client.create({});
 }
 
-test("run({ timeout }) against a hung koma rejects with timeout within the deadline and the grace, with the partial result", BOUND, async (t) => {
-  const koma = fake(t);
-  await hungTurnOf(koma.client);
-  const [ms, err] = await timed(koma.client.run({ text: "go" }, { onApproval: "deny", timeout: 300 }));
-  assert.equal(err?.code, "timeout", err?.stack);
-  assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
-  assert.match(err.message, /did not finish within 300 ms; the agent was interrupted/);
-  assert.match(err.message, /koma did not end the turn within 1000 ms of the stop/);
-  assert.equal(err.result.turn, "t-1");
-  assert.equal(err.result.status, "unknown", "no turn_finished came");
-  assert.equal(err.result.output, "a", "what it collected before");
-  assert.ok(koma.methods().includes("interrupt"), "the interrupt was written");
-});
+test(
+  "run({ timeout }) against a hung koma rejects with timeout within the deadline and the grace, with the partial result",
+  BOUND,
+  async (t) => {
+    const koma = fake(t);
+    await hungTurnOf(koma.client);
+    const [ms, err] = await timed(koma.client.run({ text: "go" }, { onApproval: "deny", timeout: 300 }));
+    assert.equal(err?.code, "timeout", err?.stack);
+    assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
+    assert.match(err.message, /did not finish within 300 ms; the agent was interrupted/);
+    assert.match(err.message, /koma did not end the turn within 1000 ms of the stop/);
+    assert.equal(err.result.turn, "t-1");
+    assert.equal(err.result.status, "unknown", "no turn_finished came");
+    assert.equal(err.result.output, "a", "what it collected before");
+    assert.ok(koma.methods().includes("interrupt"), "the interrupt was written");
+  },
+);
 
-test("run({ signal }) against a hung koma: AbortSignal.timeout() gives timeout, abort() gives aborted, each bounded, the reason as cause", BOUND, async (t) => {
-  const koma = fake(t);
-  await hungTurnOf(koma.client);
-  const [ms, err] = await timed(koma.client.run({ text: "one" }, { onApproval: "deny", signal: AbortSignal.timeout(300) }));
-  assert.equal(err?.code, "timeout", err?.stack);
-  assert.equal(err.cause?.name, "TimeoutError");
-  assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
-  // koma answers nothing now: a second run's submit is never answered either.
-  const ac = new AbortController();
-  const why = new Error("the user left");
-  const running = timed(koma.client.run({ text: "two" }, { onApproval: "deny", signal: ac.signal }));
-  setTimeout(() => ac.abort(why), 100);
-  const [ms2, err2] = await running;
-  assert.equal(err2?.code, "aborted", err2?.stack);
-  assert.equal(err2.cause, why);
-  assert.equal(err2.result.turn, null, "its submit was never answered");
-  assert.ok(ms2 < 100 + GRACE + SLACK, `settled after ${ms2} ms`);
-});
+test(
+  "run({ signal }) against a hung koma: AbortSignal.timeout() gives timeout, abort() gives aborted, each bounded, the reason as cause",
+  BOUND,
+  async (t) => {
+    const koma = fake(t);
+    await hungTurnOf(koma.client);
+    const [ms, err] = await timed(koma.client.run({ text: "one" }, { onApproval: "deny", signal: AbortSignal.timeout(300) }));
+    assert.equal(err?.code, "timeout", err?.stack);
+    assert.equal(err.cause?.name, "TimeoutError");
+    assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
+    // koma answers nothing now: a second run's submit is never answered either.
+    const ac = new AbortController();
+    const why = new Error("the user left");
+    const running = timed(koma.client.run({ text: "two" }, { onApproval: "deny", signal: ac.signal }));
+    setTimeout(() => ac.abort(why), 100);
+    const [ms2, err2] = await running;
+    assert.equal(err2?.code, "aborted", err2?.stack);
+    assert.equal(err2.cause, why);
+    assert.equal(err2.result.turn, null, "its submit was never answered");
+    assert.ok(ms2 < 100 + GRACE + SLACK, `settled after ${ms2} ms`);
+  },
+);
 
 test("a turn() loop with a timeout against a hung koma throws timeout after the events it took, within the bound", BOUND, async (t) => {
   const koma = fake(t);
@@ -112,60 +120,68 @@ test("events({ timeout }) and events({ signal }) against a hung koma end their l
   assert.ok(ms2 < 300 + SLACK, `ended after ${ms2} ms`);
 });
 
-test("approve({ timeout }) and close({ timeout }) against a hung koma reject with timeout within their bound; the close goes on", BOUND, async (t) => {
-  const koma = fake(t);
-  const c = koma.client;
-  await c.create({});
-  await c.submit({ text: "go" });
-  const [ms, err] = await timed(c.approve({ approval: "a-1", decision: "allow" }, { timeout: 300 }));
-  assert.equal(err?.code, "timeout", err?.stack);
-  assert.ok(ms < 300 + SLACK, `settled after ${ms} ms`);
-  const [ms2, err2] = await timed(c.close({ timeout: 300 }));
-  assert.equal(err2?.code, "timeout", err2?.stack);
-  assert.ok(ms2 < 300 + SLACK, `settled after ${ms2} ms`);
-  await c.close(); // bounded on its own: detach is ignored, the end of stdin ends koma-sim
-  assert.equal(c.pid, null);
-});
+test(
+  "approve({ timeout }) and close({ timeout }) against a hung koma reject with timeout within their bound; the close goes on",
+  BOUND,
+  async (t) => {
+    const koma = fake(t);
+    const c = koma.client;
+    await c.create({});
+    await c.submit({ text: "go" });
+    const [ms, err] = await timed(c.approve({ approval: "a-1", decision: "allow" }, { timeout: 300 }));
+    assert.equal(err?.code, "timeout", err?.stack);
+    assert.ok(ms < 300 + SLACK, `settled after ${ms} ms`);
+    const [ms2, err2] = await timed(c.close({ timeout: 300 }));
+    assert.equal(err2?.code, "timeout", err2?.stack);
+    assert.ok(ms2 < 300 + SLACK, `settled after ${ms2} ms`);
+    await c.close(); // bounded on its own: detach is ignored, the end of stdin ends koma-sim
+    assert.equal(c.pid, null);
+  },
+);
 
-test("a turn given up by its grace: its later events go to events(), in order, once each; a late answer changes nothing", BOUND, async (t) => {
-  // koma does not carry the interrupt out nor answer it (for a minute), and
-  // its turn goes on once the application answers the approval by hand.
-  const koma = fake(t, {
-    turns: [{ steps: [step.output("a"), step.approval("write_file", { allow: { steps: [step.output("b")] } })] }],
-    methods: [{ method: "interrupt", result: { turn: null }, delay_ms: 60_000 }],
-  });
-  const c = koma.client;
-  await c.create({});
-  const turn = c.turn({ text: "go" }, { timeout: 300 });
-  const items = [];
-  let approval;
-  const [ms, err] = await timed(
-    (async () => {
-      for await (const item of turn) {
-        items.push(item.name);
-        if (item.name === "approval_requested") approval = item.data.approval;
+test(
+  "a turn given up by its grace: its later events go to events(), in order, once each; a late answer changes nothing",
+  BOUND,
+  async (t) => {
+    // koma does not carry the interrupt out nor answer it (for a minute), and
+    // its turn goes on once the application answers the approval by hand.
+    const koma = fake(t, {
+      turns: [{ steps: [step.output("a"), step.approval("write_file", { allow: { steps: [step.output("b")] } })] }],
+      methods: [{ method: "interrupt", result: { turn: null }, delay_ms: 60_000 }],
+    });
+    const c = koma.client;
+    await c.create({});
+    const turn = c.turn({ text: "go" }, { timeout: 300 });
+    const items = [];
+    let approval;
+    const [ms, err] = await timed(
+      (async () => {
+        for await (const item of turn) {
+          items.push(item.name);
+          if (item.name === "approval_requested") approval = item.data.approval;
+        }
+      })(),
+    );
+    assert.equal(err?.code, "timeout", err?.stack);
+    assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
+    assert.deepEqual(items, ["turn_started", "state", "output", "tool_call", "approval_requested", "state"]);
+    // The turn goes on in koma: its events are events()'s now.
+    const later = [];
+    const loop = (async () => {
+      for await (const item of c.events()) {
+        later.push(`${item.name}:${item.data.turn ?? ""}`);
+        if (item.name === "turn_finished") break;
       }
-    })(),
-  );
-  assert.equal(err?.code, "timeout", err?.stack);
-  assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
-  assert.deepEqual(items, ["turn_started", "state", "output", "tool_call", "approval_requested", "state"]);
-  // The turn goes on in koma: its events are events()'s now.
-  const later = [];
-  const loop = (async () => {
-    for await (const item of c.events()) {
-      later.push(`${item.name}:${item.data.turn ?? ""}`);
-      if (item.name === "turn_finished") break;
-    }
-  })();
-  await c.approve({ approval, decision: "allow" });
-  await loop;
-  assert.deepEqual(
-    later.filter((e) => !e.startsWith("diagnostic")),
-    ["tool_result:t-1", "state:t-1", "output:t-1", "turn_finished:t-1"],
-  );
-  assert.equal((await c.state()).status, "idle", "the client goes on");
-});
+    })();
+    await c.approve({ approval, decision: "allow" });
+    await loop;
+    assert.deepEqual(
+      later.filter((e) => !e.startsWith("diagnostic")),
+      ["tool_result:t-1", "state:t-1", "output:t-1", "turn_finished:t-1"],
+    );
+    assert.equal((await c.state()).status, "idle", "the client goes on");
+  },
+);
 
 test("a Turn's errors carry the stack of the code that awaits them: its result, its id, its loop", BOUND, async (t) => {
   const koma = fake(t, { turns: [], methods: [{ method: "submit", error: { code: "busy" } }] });
@@ -207,29 +223,33 @@ test("util.inspect(turn) shows its id and where it is, and nothing internal", BO
   assert.equal(inspect(turn), "Turn { id: 't-1', state: 'finished' }");
 });
 
-test("a Turn whose failure nobody looked at is reported as an unhandled rejection of turn.result; one looked at is not", BOUND, async (t) => {
-  const koma = fake(t, { turns: [], methods: [{ method: "submit", error: { code: "busy" } }] });
-  await koma.client.create({});
-  const reported = [];
-  const onUnhandled = (reason, promise) => reported.push({ reason, promise });
-  // node:test reports unhandled rejections as failures; this test takes them itself.
-  const listeners = process.listeners("unhandledRejection");
-  process.removeAllListeners("unhandledRejection");
-  process.on("unhandledRejection", onUnhandled);
-  t.after(() => {
-    process.off("unhandledRejection", onUnhandled);
-    for (const l of listeners) process.on("unhandledRejection", l);
-  });
-  const unread = koma.client.turn({ text: "nobody reads this" }, { onApproval: "deny" });
-  const read = koma.client.turn({ text: "this one is read" }, { onApproval: "deny" });
-  const loop = (async () => {
-    for await (const _ of read);
-  })().catch((e) => e);
-  assert.equal((await loop)?.code, "remote");
-  await koma.client.state(); // a turn of the event loop after both failed
-  await new Promise((r) => setImmediate(r));
-  assert.equal(reported.length, 1, reported.map((r) => String(r.reason)).join("; "));
-  assert.equal(reported[0].reason.code, "remote");
-  assert.equal(reported[0].promise, unread.result, "the rejection is turn.result's");
-  assert.equal(await rejection(unread.result), reported[0].reason);
-});
+test(
+  "a Turn whose failure nobody looked at is reported as an unhandled rejection of turn.result; one looked at is not",
+  BOUND,
+  async (t) => {
+    const koma = fake(t, { turns: [], methods: [{ method: "submit", error: { code: "busy" } }] });
+    await koma.client.create({});
+    const reported = [];
+    const onUnhandled = (reason, promise) => reported.push({ reason, promise });
+    // node:test reports unhandled rejections as failures; this test takes them itself.
+    const listeners = process.listeners("unhandledRejection");
+    process.removeAllListeners("unhandledRejection");
+    process.on("unhandledRejection", onUnhandled);
+    t.after(() => {
+      process.off("unhandledRejection", onUnhandled);
+      for (const l of listeners) process.on("unhandledRejection", l);
+    });
+    const unread = koma.client.turn({ text: "nobody reads this" }, { onApproval: "deny" });
+    const read = koma.client.turn({ text: "this one is read" }, { onApproval: "deny" });
+    const loop = (async () => {
+      for await (const _ of read);
+    })().catch((e) => e);
+    assert.equal((await loop)?.code, "remote");
+    await koma.client.state(); // a turn of the event loop after both failed
+    await new Promise((r) => setImmediate(r));
+    assert.equal(reported.length, 1, reported.map((r) => String(r.reason)).join("; "));
+    assert.equal(reported[0].reason.code, "remote");
+    assert.equal(reported[0].promise, unread.result, "the rejection is turn.result's");
+    assert.equal(await rejection(unread.result), reported[0].reason);
+  },
+);
