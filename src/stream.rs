@@ -42,13 +42,16 @@ pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Obj
     Ok((buffer, layout))
 }
 
+/// `lib/stream.js`'s `clientStream(pull, stop, stopped, counters, layout)`.
+type MakeStream<'e> =
+    Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>, Object<'e>)>, Object<'e>>;
+
 /// The client's own stream, made once: `{ events, settle }`.
 fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
     if ctx.state.borrow().queue.is_some() {
         return Ok(());
     }
-    let make: Function<'e, FnArgs<(Unknown, Unknown, Unknown, Unknown, Object)>, Object> =
-        Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
+    let make: MakeStream<'e> = Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
     let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
     let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
     let stopped = function(js, c"stopped", Rc::downgrade(ctx), on_stopped)?;
