@@ -253,3 +253,17 @@ test(
     assert.equal(await rejection(unread.result), reported[0].reason);
   },
 );
+
+test("turn() and run() after close() reject with closed at once; nothing starts again", BOUND, async (t) => {
+  const koma = fake(t);
+  const c = koma.client;
+  await c.create({});
+  await c.close();
+  const [ms, err] = await timed(c.run({ text: "after close" }, { onApproval: "deny" }));
+  assert.equal(err?.code, "closed", err?.stack);
+  assert.ok(ms < SLACK, `settled after ${ms} ms`);
+  const turn = c.turn({ text: "after close" }, { onApproval: "deny" });
+  assert.equal((await rejection(turn.result)).code, "closed");
+  assert.equal(inspect(turn), "Turn { id: null, state: 'failed' }");
+  assert.equal(c.pid, null);
+});

@@ -275,8 +275,9 @@ class TurnLoop:
         t = self._turn
         item = None if t.waiting else t._cursor.next()
         if item is None:
+            backend = t._client._bind()
             try:
-                item = await next_item(t.waiting, t._cursor.next, t._client._bind())
+                item = await next_item(t.waiting, t._cursor.next, backend)
             except BaseException:
                 # Cancelled while it waited (a deadline, a cancel scope, the
                 # task cancelled): the loop is left now, as an async

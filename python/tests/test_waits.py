@@ -147,6 +147,8 @@ async def test_a_turn_or_run_after_close_fails_with_closed_at_once(fake_koma: Fa
         e = await raises(c.run("run after close", on_approval="deny"))
     assert e.code == "closed"
     assert e.result is not None and e.result.turn is None
+    assert c.pid is None and child_pids() == [], "nothing started again"
+    assert koma_threads() == [], "nor the core's threads"
 
 
 async def test_a_client_dropped_after_its_create_was_cut_leaves_no_process_nor_thread(home: Path) -> None:
