@@ -4,7 +4,8 @@ reference to the loop, under every way a program stops waiting: a deadline
 trio's `move_on_after`/`fail_after`), a cancelled task, a cancelled anyio
 task group; and `async with client.turn(...)` ends the turn on the way out,
 wherever the body was waiting. Each keeps the exception (and so the frames
-of the loop) alive while it checks that the interrupt went out.
+of the loop) alive while it checks that the interrupt went out; and a loop
+left by its body (an exception, a deadline while the body waits) does too.
 
 `python/dev.py test` runs this file under Python 3.10 and 3.13 as well as
 the default one: the collector and the frames differ between them."""
@@ -99,6 +100,35 @@ async def test_a_cancelled_task_group_interrupts_a_loop_that_waits(fake_koma: Fa
         await anyio.wait_all_tasks_blocked()
         tg.cancel_scope.cancel()
     assert kept, "the task was cancelled while its loop waited"
+    await interrupted(turn)
+
+
+async def test_an_exception_of_the_body_kept_alive_interrupts(fake_koma: FakeKomaFactory) -> None:
+    c = await client_of(fake_koma)
+    turn = c.turn("go", on_approval="deny")
+    kept: list[BaseException] = []
+    try:
+        async for item in turn:
+            if item.name == "output":
+                raise ValueError("the loop's body failed")
+    except ValueError as e:
+        kept.append(e)
+    assert kept
+    await interrupted(turn)
+
+
+async def test_a_deadline_while_the_body_waits_interrupts(fake_koma: FakeKomaFactory) -> None:
+    c = await client_of(fake_koma)
+    turn = c.turn("go", on_approval="deny")
+    kept: list[BaseException] = []
+    try:
+        with anyio.fail_after(0.3):
+            async for item in turn:
+                if item.name == "output":
+                    await anyio.sleep(60)  # the deadline comes here, in the body
+    except TimeoutError as e:
+        kept.append(e)
+    assert kept
     await interrupted(turn)
 
 
