@@ -58,7 +58,7 @@ if (!Object.hasOwn(Client, SET_UP)) {
 }
 
 function setUp() {
-  const { KomaError, classes, makeError, isKomaError, frameless } = require("./lib/errors.js");
+  const { KomaError, classes, makeError, isKomaError, traced } = require("./lib/errors.js");
   const { onAbort, offAbort } = require("./lib/signals.js");
   const { traceSubscribed, publishTrace } = require("./lib/trace.js");
   binding.__setGlue({
@@ -93,14 +93,6 @@ function setUp() {
       "invalid_params",
       `Client.${name}() was called without its client: call it on the client (client.${name}(...)), or bind it`,
     );
-  }
-
-  /** An error settled from the event loop (no frame of its own) gets the stack of the `await` that catches it. */
-  function traced(error) {
-    if (error instanceof KomaError && frameless(error.stack) && typeof Error.captureStackTrace === "function") {
-      Error.captureStackTrace(error, traced);
-    }
-    return error;
   }
 
   /** Define `Client.prototype[key]` as `wrapped`, with the name `name`. */

@@ -253,6 +253,7 @@ class Runner {
     let value;
     let error;
     let failed = false;
+    const started = performance.now();
     try {
       value = await within(promise, what);
     } catch (e) {
@@ -260,6 +261,7 @@ class Runner {
       failed = true;
       error = e;
     }
+    this.checkWithin(step, started, what);
     if (step.rejects === undefined) {
       if (failed) throw Object.assign(new Error(`${what} failed: ${error?.code} ${error?.message}`), { cause: error });
       if (step.expect !== undefined) check(value);
@@ -268,6 +270,13 @@ class Runner {
     assert.ok(failed, `${what}: expected a rejection with ${step.rejects}, got ${JSON.stringify(value)}`);
     this.checkError(error, step, what, rec);
     return error;
+  }
+
+  /** `within_ms`: the step's wait ended within that many milliseconds (a deadline's bound, with slack). */
+  checkWithin(step, started, what) {
+    if (step.within_ms === undefined) return;
+    const took = performance.now() - started;
+    assert.ok(took <= step.within_ms, `${what} took ${Math.round(took)} ms, more than ${step.within_ms}`);
   }
 
   checkError(error, step, what, rec) {
@@ -441,8 +450,25 @@ class Runner {
       if (once("raise_after", name)) throw bodyError;
       if (once("break_after", name)) return "break";
       if (once("return_after", name)) return "return";
+      if (once("leave_waiting_after", name)) return "leave_waiting";
     };
     const loop = async () => {
+      if (step.leave_waiting_after) {
+        // Driven by hand: after that event the loop waits for its next item,
+        // and is left (its iterator's return()) while it waits.
+        const it = rec.turn[Symbol.asyncIterator]();
+        for (;;) {
+          const { value, done } = await it.next();
+          if (done) return;
+          if ((await body(value)) === "leave_waiting") {
+            const waiting = it.next();
+            await new Promise((r) => setImmediate(r));
+            await it.return();
+            assert.deepEqual(await waiting, { value: undefined, done: true }, "the waiting next() ends the loop");
+            return;
+          }
+        }
+      }
       if (step.return_after) {
         // Driven by hand, and left by the iterator's return().
         const it = rec.turn[Symbol.asyncIterator]();
@@ -456,6 +482,7 @@ class Runner {
       const source = step.kept_iterator ? (rec.kept = rec.turn[Symbol.asyncIterator]()) : rec.turn;
       for await (const item of source) if ((await body(item)) === "break") break;
     };
+    const started = performance.now();
     try {
       await within(loop(), what);
     } catch (e) {
@@ -463,6 +490,7 @@ class Runner {
       if (e === bodyError) raised = true;
       else thrown = e;
     }
+    this.checkWithin(step, started, what);
     checkItems(items, expect, what);
     if (expect.raised === "body") {
       assert.ok(raised, `${what} did not let its body's error through (${thrown?.stack ?? "it ended"})`);

@@ -32,7 +32,9 @@ function harness({ end } = {}) {
     const loops = new Loops(new Cursor(pull, buffer, layout), { end, leave: () => log.leaves++, idle: () => {} });
     return { loops, events: () => loops.iterator(), settle: () => loops.serve(), queue, shared, layout, log };
   }
-  const { events, settle } = clientStream(pull, () => log.stops++, buffer, layout);
+  const stopped = (how, value) =>
+    Object.assign(new Error(`stopped: ${how}`), { code: how === "deadline" ? "timeout" : "aborted", cause: value });
+  const { events, settle } = clientStream(pull, () => log.stops++, stopped, buffer, layout);
   return { events, settle, queue, shared, layout, log };
 }
 

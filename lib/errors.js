@@ -110,4 +110,35 @@ function frameless(/** @type {unknown} */ stack) {
   return typeof stack === "string" && !stack.includes("\n    at ");
 }
 
-module.exports = { KomaError, classes: byName, makeError, isKomaError, frameless };
+/**
+ * An error settled from the event loop (no frame of its own) gets the stack
+ * where it is caught: called in an `async` function right after its `await`
+ * rejected, V8's async stack trace there names the functions that await
+ * that one (`at async yourFunction`). An error that has frames keeps them.
+ * @template T
+ * @param {T} error
+ * @returns {T}
+ */
+function traced(error) {
+  if (error instanceof KomaError && frameless(error.stack) && typeof Error.captureStackTrace === "function") {
+    Error.captureStackTrace(error, traced);
+  }
+  return error;
+}
+
+/**
+ * `promise`, awaited in an `async` function of the package's own, so that
+ * its rejection gets the stack of whoever awaits what this returns.
+ * @template T
+ * @param {Promise<T>} promise
+ * @returns {Promise<T>}
+ */
+async function awaited(promise) {
+  try {
+    return await promise;
+  } catch (error) {
+    throw traced(error);
+  }
+}
+
+module.exports = { KomaError, classes: byName, makeError, isKomaError, frameless, traced, awaited };

@@ -16,7 +16,7 @@
 // handed out uncounted (2) once an overflow has come.
 "use strict";
 
-const { makeError } = require("./errors.js");
+const { awaited, traced } = require("./errors.js");
 const signals = require("./signals.js");
 
 /** @type {IteratorReturnResult<undefined>} */
@@ -28,7 +28,8 @@ const REVOCABLE = 1;
  * @typedef {{ EPOCH: number, TAKEN: number, BATCH_EPOCH: number, TAKEN_BYTES: number, BATCH_COUNTING: number, STRIDE: number }} Layout
  * @typedef {{ type: "event", seq: number, name: string, data: unknown } | { type: "overflow", dropped: number }} Item
  * @typedef {{ resolve: (r: IteratorResult<Item>) => void, reject: (e: unknown) => void, owner: object }} Waiter
- * @typedef {{ signal: AbortSignal | undefined, timeout: number | undefined, refused: unknown, what: string }} Bound
+ * @typedef {(how: "signal" | "deadline", value: unknown) => unknown} Stopped the core's error that ends a bounded loop
+ * @typedef {{ signal: AbortSignal | undefined, timeout: number | undefined, refused: unknown, stopped: Stopped }} Bound
  */
 
 /** The cursor over a stream's batches. */
@@ -157,18 +158,22 @@ class Loops {
     const loops = this;
     /** @type {AsyncIterableIterator<Item>} */
     const it = {
+      // A rejection carries the stack of the loop's caller (see `traced`):
+      // made here, when it comes at once, or awaited in the package's own
+      // async function, when the loop waits. An event handed out at once
+      // costs nothing more.
       next() {
         if (loops.waiting.length === 0) {
           let item;
           try {
             item = loops.cursor.next();
           } catch (error) {
-            return Promise.reject(error);
+            return Promise.reject(traced(error));
           }
-          if (item === null) return loops.hooks.end();
+          if (item === null) return awaited(loops.hooks.end());
           if (item !== undefined) return Promise.resolve({ value: item, done: false });
         }
-        return new Promise((resolve, reject) => loops.waiting.push({ resolve, reject, owner: it }));
+        return awaited(new Promise((resolve, reject) => loops.waiting.push({ resolve, reject, owner: it })));
       },
       return() {
         const mine = loops.waiting.filter((w) => w.owner === it);
@@ -201,18 +206,19 @@ class Loops {
 }
 
 /**
- * The loop `it` of `loops`, ended by its bound: once its signal aborts
- * (`aborted`, or `timeout` for a TimeoutError reason; the reason is the
- * `cause`) or its timeout passes (`timeout`), every `next()` rejects with
- * that error. A loop without a bound never comes here: nothing is added to
- * each event's way.
+ * The loop `it` of `loops`, ended by its bound: once its signal aborts or
+ * its timeout passes, every `next()` rejects with the error the core gives
+ * (`stopped`: `aborted`, or `timeout` for a TimeoutError reason, which is
+ * the `cause`; `timeout` for the deadline). The deadline is a timer of this
+ * loop's own, which nothing koma does can hold up. A loop without a bound
+ * never comes here: nothing is added to each event's way.
  * @param {Loops} loops
  * @param {AsyncIterableIterator<Item>} it
  * @param {Bound} bound
  * @returns {AsyncIterableIterator<Item>}
  */
 function bounded(loops, it, bound) {
-  const { signal, timeout, what } = bound;
+  const { signal, timeout, stopped } = bound;
   /** @type {{ error: unknown } | undefined} */
   let failure = bound.refused === undefined ? undefined : { error: bound.refused };
   /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -228,21 +234,13 @@ function bounded(loops, it, bound) {
     stop();
     loops.fail(it, error);
   };
-  const onAbort = () => {
-    const s = /** @type {AbortSignal} */ (signal);
-    const reason = s.reason;
-    const timedOut = reason !== null && typeof reason === "object" && reason.name === "TimeoutError";
-    const how = timedOut ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
-    const error = makeError(timedOut ? "timeout" : "aborted", `\`${what}\` ${how}; the loop ended`);
-    if (reason !== undefined) Object.defineProperty(error, "cause", { value: reason, writable: true, configurable: true });
-    fail(error);
-  };
+  const onAbort = () => fail(stopped("signal", /** @type {AbortSignal} */ (signal).reason));
   if (failure === undefined && signal !== undefined) {
     if (signal.aborted) onAbort();
     else signals.onAbort(signal, onAbort);
   }
   if (failure === undefined && timeout !== undefined) {
-    timer = setTimeout(() => fail(makeError("timeout", `\`${what}\` ended: its timeout of ${timeout} ms passed`)), timeout);
+    timer = setTimeout(() => fail(stopped("deadline", timeout)), timeout);
     // The loop holds the process while it waits; its deadline alone does not.
     timer.unref?.();
   }
@@ -272,17 +270,19 @@ function bounded(loops, it, bound) {
 }
 
 /**
- * The client's own stream, what `events()` reads: `pull` and `stop` (no loop
- * waits any more) are the addon's. Each `events()` is a loop of its own over
- * the one stream: leaving one ends that loop only. `events(signal, timeout,
- * refused)` takes the checked options of `events()` (or the error that
- * refused them, which every `next()` then rejects with).
+ * The client's own stream, what `events()` reads: `pull`, `stop` (no loop
+ * waits any more) and `stopped` (the error that ends a bounded loop) are
+ * the addon's. Each `events()` is a loop of its own over the one stream:
+ * leaving one ends that loop only. `events(signal, timeout, refused)` takes
+ * the checked options of `events()` (or the error that refused them, which
+ * every `next()` then rejects with).
  * @param {() => unknown} pull
  * @param {() => void} stop
+ * @param {Stopped} stopped
  * @param {ArrayBuffer} counters
  * @param {Layout} layout
  */
-function clientStream(pull, stop, counters, layout) {
+function clientStream(pull, stop, stopped, counters, layout) {
   const loops = new Loops(new Cursor(pull, counters, layout), {
     end: () => Promise.resolve(DONE),
     leave: () => {},
@@ -296,7 +296,7 @@ function clientStream(pull, stop, counters, layout) {
   const events = (signal, timeout, refused) =>
     signal === undefined && timeout === undefined && refused === undefined
       ? loops.iterator()
-      : loops.iterator({ signal, timeout, refused, what: "events" });
+      : loops.iterator({ signal, timeout, refused, stopped });
   return { events, settle: () => loops.serve() };
 }
 

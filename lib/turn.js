@@ -9,7 +9,8 @@
 // for this client, and delivers the turn's news to the `news` it returns.
 "use strict";
 
-const { Cursor, Loops } = require("./stream.js");
+const { Cursor, Loops, DONE } = require("./stream.js");
+const { awaited } = require("./errors.js");
 const signals = require("./signals.js");
 
 /**
@@ -17,7 +18,7 @@ const signals = require("./signals.js");
  * @typedef {{
  *   take: (key: number) => unknown,
  *   read: (key: number, reading: boolean) => void,
- *   stop: (key: number, code: string, message: string) => void,
+ *   stop: (key: number, reason: unknown) => void,
  *   interrupt: (key: number) => Promise<void>,
  *   answer: (key: number, approval: string, kind: "decision" | "other" | "failed", value: string) => void,
  *   release: (key: number) => void,
@@ -26,12 +27,6 @@ const signals = require("./signals.js");
  * }} Ops
  * @typedef {(request: any) => unknown} Handler
  */
-
-/** A stopped turn's code: `timeout` for a TimeoutError reason (`AbortSignal.timeout()`), else `aborted`. */
-function abortCode(/** @type {AbortSignal} */ signal) {
-  const reason = signal.reason;
-  return reason !== null && typeof reason === "object" && reason.name === "TimeoutError" ? "timeout" : "aborted";
-}
 
 /** What a value is, as a message names it. */
 function describe(/** @type {unknown} */ v) {
@@ -46,7 +41,14 @@ function messageOf(thrown) {
 /** Forget the core's side of a turn whose Turn object was collected. */
 const collected = new FinalizationRegistry((/** @type {() => void} */ release) => release());
 
-/** What a user gets: its state stays private, and it has no public constructor. */
+/**
+ * What a user gets: its state stays private, and it has no public
+ * constructor. Its promises and its loops reject with errors that carry the
+ * stack of the code that awaits them (`at async yourFunction`), as the
+ * client's methods do. `util.inspect(turn)` shows its id and where it is:
+ * `Turn { id: 't-1', state: 'running' }` (`starting` until its submit is
+ * answered, `running`, `finished`, `failed`).
+ */
 class Turn {
   /** @type {TurnState} */
   #state;
@@ -56,11 +58,17 @@ class Turn {
   }
   /** @returns {Promise<string>} */
   get id() {
-    return this.#state.id;
+    const s = this.#state;
+    s.touched = true;
+    if (s.seenId === undefined) s.seenId = awaited(s.id);
+    return s.seenId;
   }
   /** @returns {Promise<unknown>} */
   get result() {
-    return this.#state.result;
+    const s = this.#state;
+    s.touched = true;
+    if (s.seenResult === undefined) s.seenResult = awaited(s.result);
+    return s.seenResult;
   }
   /** @returns {Promise<void>} */
   interrupt() {
@@ -68,7 +76,17 @@ class Turn {
   }
   /** @returns {AsyncIterableIterator<Item>} */
   [Symbol.asyncIterator]() {
+    this.#state.touched = true;
     return this.#state.iterator();
+  }
+  /**
+   * @param {number} _depth
+   * @param {object} options
+   * @param {(value: unknown, options: object) => string} inspect
+   */
+  [Symbol.for("nodejs.util.inspect.custom")](_depth, options, inspect) {
+    const shown = { id: this.#state.shownId, state: this.#state.phase };
+    return typeof inspect === "function" ? `Turn ${inspect(shown, options)}` : `Turn { id: ${shown.id}, state: '${shown.state}' }`;
   }
 }
 
@@ -88,6 +106,18 @@ class TurnState {
     /** Why the turn was stopped (the signal's reason). @type {unknown} */
     this.stopCause = undefined;
     this.gotId = false;
+    /** Its id once known, for `util.inspect`. @type {string | null} */
+    this.shownId = null;
+    /** Where it is, for `util.inspect`. @type {"starting" | "running" | "finished" | "failed"} */
+    this.phase = "starting";
+    /** The program looked at it (its id, its result, a loop): its failure is not left unseen. */
+    this.touched = false;
+    /** What `turn.id` and `turn.result` give: made when first asked for. @type {Promise<string> | undefined} */
+    this.seenId = undefined;
+    /** @type {Promise<unknown> | undefined} */
+    this.seenResult = undefined;
+    /** Called when the turn fails and nobody looked at it (a Turn's; a run's promise is the caller's). @type {(() => void) | undefined} */
+    this.unread = undefined;
     /** @type {(id: string) => void} */
     this.resolveId = () => {};
     /** @type {(e: unknown) => void} */
@@ -107,13 +137,7 @@ class TurnState {
     this.cleanup = () => {};
     this.loops = new Loops(new Cursor(() => ops.take(key), ops.counters, ops.layout), {
       // A loop ends the way the result settles.
-      end: () =>
-        this.result.then(
-          () => ({ value: undefined, done: true }),
-          (e) => {
-            throw e;
-          },
-        ),
+      end: () => this.result.then(() => DONE),
       leave: () => {
         this.loops.cursor.release();
         ops.read(key, false);
@@ -139,6 +163,8 @@ class TurnState {
     switch (kind) {
       case "id":
         this.gotId = true;
+        this.shownId = a;
+        this.phase = "running";
         this.resolveId(a);
         break;
       case "approval":
@@ -184,29 +210,33 @@ class TurnState {
   ended(result, error, cause, approval) {
     this.cleanup();
     if (error === undefined) {
+      this.phase = "finished";
       this.resolveResult(result);
     } else {
+      this.phase = "failed";
       const why = cause === "handler" ? this.thrown.get(/** @type {string} */ (approval)) : cause === "stop" ? this.stopCause : undefined;
       if (why !== undefined) Object.defineProperty(error, "cause", { value: why, writable: true, configurable: true });
       Object.defineProperty(error, "result", { value: result, writable: true, configurable: true, enumerable: true });
       if (!this.gotId) this.rejectId(error);
       this.rejectResult(error);
+      // A Turn the program never looked at fails as an unawaited promise
+      // does: `turn.result` rejects with nobody to handle it, and Node
+      // reports an unhandled rejection.
+      if (!this.touched && this.unread !== undefined) this.unread();
     }
     this.thrown.clear();
     this.loops.serve();
   }
 
   /**
-   * Stop the turn when `signal` aborts (the core interrupts the agent).
+   * Stop the turn when `signal` aborts (the core interrupts the agent, and
+   * gives the error: `aborted`, or `timeout` for a TimeoutError reason).
    * @param {AbortSignal} signal
-   * @param {string} what `turn` or `run`
    */
-  listen(signal, what) {
+  listen(signal) {
     const onAbort = () => {
-      const code = abortCode(signal);
-      const how = code === "timeout" ? "timed out (its signal was aborted with a TimeoutError)" : "was aborted by its signal";
       this.stopCause = signal.reason;
-      this.ops.stop(this.key, code, `\`${what}\` ${how}; the agent was interrupted`);
+      this.ops.stop(this.key, signal.reason); // the core says what that means
     };
     signals.onAbort(signal, onAbort);
     this.cleanup = () => signals.offAbort(signal, onAbort);
@@ -226,9 +256,15 @@ class TurnState {
 function makeTurn(ops, key, what, handler, signal, stopped) {
   const state = new TurnState(ops, key, handler);
   if (stopped !== undefined) state.stopCause = stopped.reason;
-  else if (signal !== undefined) state.listen(signal, what);
+  else if (signal !== undefined) state.listen(signal);
   const turn = new Turn(state);
-  if (what === "turn") collected.register(turn, () => ops.release(key));
+  if (what === "turn") {
+    collected.register(turn, () => ops.release(key));
+    // Reported by Node as an unhandled rejection when nobody looked at the Turn.
+    state.unread = () => {
+      if (state.seenResult === undefined) state.seenResult = awaited(state.result);
+    };
+  }
   return { turn, result: state.result, news: state.news.bind(state) };
 }
 

@@ -10,7 +10,9 @@
 `test` makes python/.venv if it is missing (kept between runs, like cargo's
 cache), installs the pinned tools there, builds the wheel (release, with
 koma-sim inside) through the package's own backend, installs it, runs
-`pytest python/tests` (a run that collects no test fails), `mypy --strict`
+`pytest python/tests` (a run that collects no test fails), the tests that
+differ between Python versions again under 3.10 and 3.13 (a venv each,
+python/.venv-3.10 and .venv-3.13, made once), `mypy --strict`
 on the typing usage files and on the package, and the wheel check: the
 wheel's contents (the native module and koma-sim for this platform, both
 stripped, nothing else binary; a manylinux tag that `auditwheel show`
@@ -62,6 +64,14 @@ PINS = [
 # (python/examples/testing): downloaded once into WHEELHOUSE, from which the
 # wheel check installs them into its fresh venv with no network.
 EXAMPLE_TOOLS = ["pytest==9.2.*", "anyio==4.16.*", "trio==0.35.*"]
+# The tests whose behaviour differs between Python versions (the collector,
+# what a frame keeps: leaving a loop over a Turn, python/tests/test_scope.py),
+# run again under the oldest and the newest Python the package supports, each
+# in a venv of its own (python/.venv-3.10, .venv-3.13: made once, kept as
+# .venv is), with the tools they need and the abi3 wheel just built.
+OTHER_PYTHONS = ["3.10", "3.13"]
+OTHER_TESTS = ["test_scope.py"]
+OTHER_PINS = ["pytest==9.2.*", "pytest-asyncio==1.5.*", "pytest-timeout==2.4.*", "anyio==4.16.*", "trio==0.35.*"]
 WHEELHOUSE = VENV / "wheelhouse"
 EXAMPLE = HERE / "examples" / "testing"
 # The fleet tests (python/tests_fleet, the Ray example python/examples/fleet):
@@ -424,6 +434,41 @@ def check_sdist(py: Path) -> None:
     print(f"  the sdist check took {time.monotonic() - started:.0f} s")
 
 
+def find_python(version: str) -> Path | None:
+    """An interpreter of `version` (3.10, 3.13): pyenv's, else one on PATH."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for d in sorted(pyenv.glob(f"{version}.*"), reverse=True):
+        if (d / "bin" / "python3").exists():
+            return d / "bin" / "python3"
+    found = shutil.which(f"python{version}")
+    return Path(found) if found else None
+
+
+def other_pythons(wheel: Path) -> None:
+    """OTHER_TESTS under each of OTHER_PYTHONS (see OTHER_PYTHONS)."""
+    for version in OTHER_PYTHONS:
+        step(f"{', '.join(OTHER_TESTS)} under Python {version}")
+        started = time.monotonic()
+        base = find_python(version)
+        if base is None:
+            sys.exit(
+                f"Python {version} was not found (pyenv's ~/.pyenv/versions/{version}.*, or python{version} on PATH)"
+            )
+        where = HERE / f".venv-{version}"
+        py = venv_python(where)
+        stamp = where / ".koma-pins"
+        if not py.exists():
+            run(str(base), "-m", "venv", str(where))
+        if not stamp.exists() or stamp.read_text() != "\n".join(OTHER_PINS):
+            run(str(py), "-m", "pip", "install", "--quiet", *OTHER_PINS)
+            stamp.write_text("\n".join(OTHER_PINS))
+        run(str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel))
+        env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+        tests = [str(HERE / "tests" / t) for t in OTHER_TESTS]
+        run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, cwd=ROOT, env=env)
+        print(f"  Python {version}: {time.monotonic() - started:.0f} s")
+
+
 def sdist_only() -> None:
     check_sdist(ensure_venv())
 
@@ -457,6 +502,7 @@ def test() -> None:
     run(ruff, "format", "--check", ".", cwd=HERE)
     step("pytest python/tests (asyncio and trio)")
     run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests"), cwd=ROOT, env=env)
+    other_pythons(wheel)
     step("mypy --strict: the typing usage files and the package")
     usage = [
         p

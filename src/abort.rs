@@ -3,7 +3,7 @@
 
 use std::ffi::CStr;
 
-use koma_transport::ErrorCode;
+use koma_transport::stop::Why;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, Object, Unknown};
 use napi::{JsValue, ValueType};
 
@@ -11,18 +11,21 @@ use crate::env::EnvData;
 use crate::handles::{function, Js, NativeFn, OwnedRef};
 use crate::values::{as_object, as_string, get, kind, thrown};
 
-/// If `signal` is aborted: the code to reject with (`timeout` when its
-/// reason is a `TimeoutError`, as `AbortSignal.timeout()` gives; `aborted`
-/// otherwise) and its reason, for the error's `cause` (none if undefined).
-pub fn aborted<'e>(js: Js<'e>, signal: &Object<'e>) -> Option<(ErrorCode, Option<Unknown<'e>>)> {
+/// If `signal` is aborted: the stop, as the core reads it (the name of its
+/// reason: the core makes a `TimeoutError` a timeout), and the reason, for
+/// the error's `cause` (none if undefined).
+pub fn aborted<'e>(js: Js<'e>, signal: &Object<'e>) -> Option<(Why, Option<Unknown<'e>>)> {
     let flag = get(js, signal, "aborted").ok()?;
     if kind(&flag) != ValueType::Boolean || !bool::from_unknown(flag).unwrap_or(false) {
         return None;
     }
     let reason = get(js, signal, "reason").ok().filter(|r| kind(r) != ValueType::Undefined);
-    let name = reason.and_then(as_object).and_then(|r| get(js, &r, "name").ok()).and_then(as_string);
-    let code = if name.as_deref() == Some("TimeoutError") { ErrorCode::Timeout } else { ErrorCode::Aborted };
-    Some((code, reason))
+    Some((Why::Signal { reason: reason.and_then(|r| reason_name(js, r)) }, reason))
+}
+
+/// The `name` of an abort reason, if it is an object that has a string one.
+pub fn reason_name(js: Js, reason: Unknown) -> Option<String> {
+    as_object(reason).and_then(|r| get(js, &r, "name").ok()).and_then(as_string)
 }
 
 /// A pending call's callback on its signal's `abort`, removed when it

@@ -5,6 +5,7 @@
 
 use std::rc::{Rc, Weak};
 
+use koma_transport::stop::{Stopped, Why};
 use koma_transport::{ErrorCode, KomaError};
 use napi::bindgen_prelude::Unknown;
 use napi::ValueType;
@@ -40,8 +41,8 @@ pub fn call<'e>(
     start: impl FnOnce(u64) -> Result<Started<'e>, KomaError>,
 ) -> napi::Result<Unknown<'e>> {
     let (deferred, promise) = Deferred::new(js, &ctx.env.life)?;
-    if let Some((code, reason)) = opts.signal.as_ref().and_then(|s| aborted(js, s)) {
-        deferred.reject_with(js, &abort_error(what, code), None, reason);
+    if let Some((why, reason)) = opts.signal.as_ref().and_then(|s| aborted(js, s)) {
+        deferred.reject_with(js, &why.error(what, Stopped::Call), None, reason);
         return Ok(promise);
     }
     let token = ctx.conn.token();
@@ -83,15 +84,6 @@ pub fn call<'e>(
     Ok(promise)
 }
 
-/// The error of a call whose signal was aborted (`code` says whether as a timeout).
-fn abort_error(what: &str, code: ErrorCode) -> KomaError {
-    let how = match code {
-        ErrorCode::Timeout => "timed out (its signal was aborted with a TimeoutError)",
-        _ => "was aborted by its signal",
-    };
-    KomaError::new(code, format!("`{what}` {how}"))
-}
-
 struct AbortData {
     ctx: Weak<Ctx>,
     token: u64,
@@ -103,11 +95,11 @@ fn on_abort<'e>(data: &AbortData, js: Js<'e>, _args: &[Unknown<'e>]) -> napi::Re
     if let Some(call) = call {
         ctx.conn.abandon(data.token);
         let aborted = call.abort.as_ref().and_then(|a| a.signal(js)).and_then(|s| aborted(js, &s));
-        let (code, reason) = aborted.unwrap_or((ErrorCode::Aborted, None));
+        let (why, reason) = aborted.unwrap_or((Why::Signal { reason: None }, None));
         if let Some(a) = call.abort {
             a.remove(js, &ctx.env);
         }
-        call.deferred.reject_with(js, &abort_error(&call.what, code), None, reason);
+        call.deferred.reject_with(js, &why.error(&call.what, Stopped::Call), None, reason);
         ctx.update_hold(js);
     }
     Ok(js.undefined())

@@ -11,13 +11,16 @@ use std::rc::{Rc, Weak};
 use koma_transport::connection::{batch_data_index, BATCH_STRIDE};
 use koma_transport::events::{End, Take};
 use koma_transport::lift::Step;
+use koma_transport::stop::{deadline_error, Stopped, Why};
 use koma_transport::{EventCounters, KomaError};
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Object, Unknown};
-use napi::JsValue;
+use napi::{JsValue, ValueType};
 
+use crate::abort::reason_name;
 use crate::context::{Ctx, QueueRefs};
 use crate::handles::{coded_error, external_array_buffer, function, put_lifted, Js, OwnedRef};
-use crate::options::CallOptions;
+use crate::options::{duration, CallOptions};
+use crate::values::{as_string, kind};
 
 /// The counters shared with the core (one ArrayBuffer per client) and their layout.
 pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Object<'e>)> {
@@ -38,17 +41,21 @@ pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Obj
     Ok((buffer, layout))
 }
 
+/// `lib/stream.js`'s `clientStream(pull, stop, stopped, counters, layout)`.
+type MakeStream<'e> =
+    Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>, Object<'e>)>, Object<'e>>;
+
 /// The client's own stream, made once: `{ events, settle }`.
 fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
     if ctx.state.borrow().queue.is_some() {
         return Ok(());
     }
-    let make: Function<'e, FnArgs<(Unknown, Unknown, Unknown, Object)>, Object> =
-        Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
+    let make: MakeStream<'e> = Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
     let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
     let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
+    let stopped = function(js, c"stopped", Rc::downgrade(ctx), on_stopped)?;
     let (buffer, layout) = counters(ctx, js)?;
-    let made = make.call((pull, stop, buffer, layout).into())?;
+    let made = make.call((pull, stop, stopped, buffer, layout).into())?;
     let refs = |name: &str| -> napi::Result<OwnedRef> {
         OwnedRef::new(js, &ctx.env.life, &made.get_named_property::<Unknown>(name)?, true)
     };
@@ -162,4 +169,24 @@ fn on_stop<'e>(ctx: &Weak<Ctx>, js: Js<'e>, _args: &[Unknown<'e>]) -> napi::Resu
         stop_waiting(&ctx, js);
     }
     Ok(js.undefined())
+}
+
+/// `stopped(how, value)`: the error that ends a loop over `events()` (the
+/// core's words): `how` "signal", its signal aborted with the reason
+/// `value` (kept as the error's cause); "deadline", its timeout of `value`
+/// milliseconds passed.
+fn on_stopped<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    let value = args.get(1).copied().filter(|v| kind(v) != ValueType::Undefined);
+    let e = match args.first().copied().and_then(as_string).as_deref() {
+        Some("deadline") => {
+            let ms = value.and_then(|v| f64::from_unknown(v).ok()).unwrap_or(0.0);
+            let wording = ctx.upgrade().map(|c| c.conn.wording()).unwrap_or_default();
+            deadline_error("events", Stopped::Loop, duration(ms), &wording)
+        }
+        _ => {
+            let why = Why::Signal { reason: value.and_then(|r| reason_name(js, r)) };
+            return coded_error(js, &why.error("events", Stopped::Loop), None, value);
+        }
+    };
+    coded_error(js, &e, None, None)
 }

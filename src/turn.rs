@@ -6,11 +6,12 @@
 
 use std::rc::{Rc, Weak};
 
+use koma_transport::stop::Why;
 use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
-use koma_transport::{ErrorCode, KomaError};
+use koma_transport::KomaError;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Null, Object, Unknown};
 
-use crate::abort::aborted;
+use crate::abort::{aborted, reason_name};
 use crate::call::{call, stringify, Started};
 use crate::context::Ctx;
 use crate::handles::{coded_error, function, put_lifted, Js, OwnedRef};
@@ -62,12 +63,8 @@ pub fn enter<'e>(
                 handler = h;
             }
             if let Some(s) = s {
-                if let Some((code, reason)) = aborted(js, &s) {
-                    let how = match code {
-                        ErrorCode::Timeout => "timed out (its signal was aborted with a TimeoutError)",
-                        _ => "was aborted by its signal",
-                    };
-                    spec.stopped = Some((code, format!("`{what}` {how} before anything was sent")));
+                if let Some((why, reason)) = aborted(js, &s) {
+                    spec.stopped = Some(why);
                     let mut o = Object::new(&js.env())?;
                     o.set_named_property("reason", reason.unwrap_or_else(|| js.undefined()))?;
                     stopped = o.to_unknown();
@@ -187,10 +184,11 @@ fn on_read<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Resul
     Ok(js.undefined())
 }
 
+/// `stop(key, reason)`: the Turn's signal aborted with `reason`.
 fn on_stop<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
     if let Some(ctx) = ctx.upgrade() {
-        let code = if string_arg(args, 1) == "timeout" { ErrorCode::Timeout } else { ErrorCode::Aborted };
-        ctx.conn.stop_turn(key_of(args), code, string_arg(args, 2));
+        let reason = args.get(1).copied().and_then(|r| reason_name(js, r));
+        ctx.conn.stop_turn(key_of(args), &Why::Signal { reason });
     }
     Ok(js.undefined())
 }

@@ -21,7 +21,7 @@ from ._errors import KomaError, RemoteError  # noqa: E402
 from ._exceptions import *  # noqa: E402, F403  (a class per error code: its own __all__)
 from ._stream import EventStream  # noqa: E402
 from ._surface import *  # noqa: E402, F403  (the protocol's types: its own __all__)
-from ._turn import ApprovalPolicy, Turn  # noqa: E402
+from ._turn import ApprovalPolicy, Turn, TurnLoop  # noqa: E402
 from ._types import *  # noqa: E402, F403  (the package's own values: its own __all__)
 
 __all__ = [
@@ -32,5 +32,6 @@ __all__ = [
     "KomaError",
     "RemoteError",
     "Turn",
+    "TurnLoop",
 ]
 __all__ += _exceptions.__all__ + _surface.__all__ + _types.__all__

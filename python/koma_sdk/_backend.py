@@ -75,6 +75,10 @@ class Backend(Protocol):
         Cancelling it stops the task (its awaits raise the loop's
         cancellation)."""
 
+    def report(self, message: str, error: BaseException, context: dict[str, Any]) -> None:
+        """Report an error nobody retrieved, as the loop reports its own
+        (from any thread; a finalizer calls it)."""
+
 
 class _Asyncio:
     __slots__ = ("key", "_loop", "_tasks")
@@ -138,6 +142,10 @@ class _Asyncio:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def report(self, message: str, error: BaseException, context: dict[str, Any]) -> None:
+        # As asyncio reports a Future's exception that was never retrieved.
+        self._loop.call_exception_handler({"message": message, "exception": error, **context})
 
 
 class _TrioFuture:
@@ -317,6 +325,13 @@ class _Trio:
         trio.lowlevel.spawn_system_task(run)
         return scope
 
+    def report(self, message: str, error: BaseException, context: dict[str, Any]) -> None:
+        # trio has no handler of its own for errors nobody retrieved: a
+        # RuntimeWarning, as Python reports a coroutine never awaited.
+        import warnings
+
+        warnings.warn(f"{message}: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+
 
 def _nothing() -> None:
     pass
@@ -390,9 +405,10 @@ async def next_item(waiting: list[Future], take: Callable[[], Any], backend: Bac
 
 class Promise:
     """A value or an error settled once, awaited by any number of tasks (the
-    turn layer's `id` and `result`). Nothing is logged when nobody awaits it."""
+    turn layer's `id` and `result`). `retrieved` says whether its error was
+    raised to someone (its owner reports one that never was)."""
 
-    __slots__ = ("_settled", "_value", "_error", "_waiters", "_callbacks")
+    __slots__ = ("_settled", "_value", "_error", "_waiters", "_callbacks", "retrieved")
 
     def __init__(self) -> None:
         self._settled = False
@@ -400,10 +416,21 @@ class Promise:
         self._error: BaseException | None = None
         self._waiters: list[Future] = []
         self._callbacks: list[Callable[[], None]] = []
+        self.retrieved = False
 
     @property
     def settled(self) -> bool:
         return self._settled
+
+    @property
+    def error(self) -> BaseException | None:
+        """Its error, once settled with one."""
+        return self._error
+
+    @property
+    def value(self) -> Any:
+        """Its value, once settled with one."""
+        return self._value
 
     def resolve(self, value: Any) -> None:
         self._settle(value, None)
@@ -442,5 +469,6 @@ class Promise:
                 if fut in self._waiters:
                     self._waiters.remove(fut)
         if self._error is not None:
+            self.retrieved = True
             raise self._error
         return self._value

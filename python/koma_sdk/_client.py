@@ -109,11 +109,19 @@ def _nothing() -> None:
 _live: weakref.WeakSet[_Wake] = weakref.WeakSet()
 
 
+#: How long a collected client's finalizer waits for its child to be reaped
+#: and the core's threads to end (SIGKILL makes it milliseconds; the bound
+#: is for a process that outlives it).
+_COLLECTED_WAIT = 3.0
+
+
 def _collected(wake: _Wake) -> None:
     """A client was collected (or the interpreter exits) without close():
-    stop its child's whole group now."""
+    stop its child's whole group now, and return once it is reaped and
+    nothing of the client is left (the core's threads too, if it was the
+    last client), as `close()` does."""
     try:
-        wake.native.kill_now()
+        wake.native.kill_and_wait(_COLLECTED_WAIT)
     finally:
         wake.unwatch(release=True)
 
@@ -128,6 +136,13 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _bind_weakly(ref: weakref.ReferenceType[Client]) -> _backend.Backend:
+    client = ref()
+    if client is None:  # an events() iterator keeps its client: only a stray stream gets here
+        return _backend.current()
+    return client._bind()
 
 
 def _on_wake(ref: weakref.ReferenceType[Client]) -> None:
@@ -175,7 +190,10 @@ class Client(Methods):
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
-        self._queue = ClientStream(self._native, self._bind)
+        # The stream binds through a weak reference: nothing the client
+        # holds refers back to it, so a client let go of is collected at
+        # once, not at some later run of the cycle collector.
+        self._queue = ClientStream(self._native, partial(_bind_weakly, weakref.ref(self)))
         #: The turns not over yet, by key: what their news go to.
         self._turns: dict[int, Turn] = {}
 
@@ -348,8 +366,8 @@ class Client(Methods):
     def events(self) -> EventStream:
         """The client's one stream of the events no Turn took, as an async
         iterator: catalog events and the one overflow report. Every call
-        iterates the same stream."""
-        return self._queue.stream
+        iterates the same stream (and keeps the client alive while it is held)."""
+        return EventStream(self._queue, self)
 
     def turn(
         self,

@@ -161,10 +161,13 @@ class EventStream:
     client's fatal error after a failure, once the events before it have
     been taken. Leaving one loop over it leaves any other loop going."""
 
-    __slots__ = ("_queue",)
+    __slots__ = ("_queue", "_owner")
 
-    def __init__(self, queue: ClientStream) -> None:
+    def __init__(self, queue: ClientStream, owner: object = None) -> None:
         self._queue = queue
+        # The client, kept alive while its stream is held (a loop waiting on
+        # it needs the client's wake).
+        self._owner = owner
 
     def __aiter__(self) -> AsyncIterator[EventItem]:
         return self

@@ -11,12 +11,12 @@ from __future__ import annotations
 import inspect
 import json
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ._args import params as encode_params
 from ._args import seconds as seconds_of
-from ._backend import Cancel, Future, Promise, next_item, serve
+from ._backend import Backend, Cancel, Future, Promise, next_item, serve
 from ._errors import KomaError
 from ._lift import put_back
 from ._stream import END, Cursor, _End
@@ -24,6 +24,8 @@ from ._surface import ApprovalRequestedData, Decision
 from ._types import EventItem, TurnResult
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from ._client import Client
 
 ApprovalPolicy = Decision | Callable[[ApprovalRequestedData], Decision | Awaitable[Decision]]
@@ -48,13 +50,35 @@ def _approvals(on_approval: Any) -> tuple[str, str]:
     return ("other", repr(on_approval))
 
 
+def _collected(native: Any, key: int, result: Promise, id_: Promise, backend: Backend | None, shown: str) -> None:
+    """A Turn was collected: the core keeps nothing of it for a loop; a
+    failure nobody retrieved (its result's, which its id and loops share) is
+    reported, as asyncio reports a Future's exception never retrieved."""
+    native.release_turn(key)
+    error = result.error
+    if error is None or result.retrieved or id_.retrieved or backend is None:
+        return
+    try:
+        backend.report(f"a Turn's failure was never retrieved ({shown})", error, {"turn": shown})
+    except Exception:  # the loop is gone: nobody to tell
+        pass
+
+
 class Turn:
     """A turn of the agent: an async iterable of its events (its
     `turn_started` through its `turn_finished`, with the `state` and
     `diagnostic` events between them, and an overflow report if one hit),
     with `await turn.id()`, `await turn.result()` and `await turn.interrupt()`.
     A loop over it ends the way its result does: if the result raises, the
-    loop raises the same error after the turn's events."""
+    loop raises the same error after the turn's events.
+
+    `async with client.turn(...) as turn:` scopes it: leaving the block
+    while the turn still runs (an exception, a cancellation, a deadline,
+    `break`ing out of a loop in it) interrupts the turn at once, whatever
+    still holds a reference to it (see `aclose()`). A failure nobody
+    retrieved (through `result()`, `id()` or a loop) is reported when the
+    Turn is collected: to the asyncio loop's exception handler, or as a
+    `RuntimeWarning` under trio."""
 
     __slots__ = (
         "_client",
@@ -71,7 +95,7 @@ class Turn:
 
     def __init__(self, client: Client, text: Any, mode: Any, on_approval: Any, timeout: Any, what: str) -> None:
         self._client = client
-        client._bind()
+        backend = client._bind()
         native = client._native
         self._key = key = native.token()
         self._handler = on_approval if callable(on_approval) else None
@@ -95,13 +119,13 @@ class Turn:
         client._turns[key] = self
         try:
             native.open_turn(key, what, params, mode_text, _approvals(on_approval), seconds, refused)
-        except KomaError as e:  # a client made before fork(): the core cannot hold it
+        except KomaError as e:  # refused at once: the client is closed or failed (or was made before fork())
             del client._turns[key]
             e.result = TurnResult(None, "unknown", "", [], 0, False)
             self._id.reject(e)
             self._result.reject(e)
         if what == "turn":
-            weakref.finalize(self, native.release_turn, key)
+            weakref.finalize(self, _collected, native, key, self._result, self._id, backend, f"turn {text!r}")
 
     # ---- what the core says of it (the client's wake hands it over)
 
@@ -169,8 +193,9 @@ class Turn:
         self._thrown.clear()
         serve(self.waiting, self._cursor.next)
 
-    def _stop(self, code: str, message: str) -> None:
-        self._client._native.stop_turn(self._key, code, message)
+    def _stop(self) -> None:
+        """The task that awaited it was cancelled: the core interrupts the agent."""
+        self._client._native.stop_turn(self._key)
 
     # ---- what a user calls
 
@@ -195,19 +220,47 @@ class Turn:
             return
         await client._wait_for(token)
 
-    def __aiter__(self) -> AsyncIterator[EventItem]:
+    async def aclose(self) -> None:
+        """Leave the turn: if it still runs, it is interrupted now (the
+        result then settles with koma's status, normally "interrupted"),
+        and what no loop took stops counting against the bound. Loops over
+        it get what was left, then end as the result does. Returns at once;
+        `async with` calls it on the way out."""
+        self._client._native.read_turn(self._key, False)
+
+    async def __aenter__(self) -> Turn:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._result.settled:
+            await self.aclose()
+
+    def __aiter__(self) -> TurnLoop:
         self._client._native.read_turn(self._key, True)
-        return _Loop(self)
+        return TurnLoop(self)
 
     def __repr__(self) -> str:
-        state = "over" if self._result.settled else "running"
-        return f"<koma_sdk.Turn key={self._key} {state}>"
+        if not self._id.settled or self._id.error is not None:
+            shown = "(no id)" if self._id.settled else "(no id yet)"
+        else:
+            shown = str(self._id.value)
+        if not self._result.settled:
+            state = "running" if self._id.settled and self._id.error is None else "starting"
+        else:
+            state = "failed" if self._result.error is not None else "finished"
+        return f"<koma_sdk.Turn {shown} {state}>"
 
 
-class _Loop:
-    """One loop over a Turn. Leaving it early (`break`, an exception in the
-    loop's body, `aclose()`) interrupts the turn if it still runs; what the
-    loop did not take stays for a later loop."""
+class TurnLoop:
+    """One loop over a Turn (what `aiter(turn)` gives). Leaving it early
+    (`break`, an exception in the loop's body, `aclose()`, or a cancellation
+    while it waits for the next event) interrupts the turn if it still runs;
+    what the loop did not take stays for a later loop."""
 
     __slots__ = ("_turn", "_left")
 
@@ -215,14 +268,22 @@ class _Loop:
         self._turn = turn
         self._left = False
 
-    def __aiter__(self) -> _Loop:
+    def __aiter__(self) -> TurnLoop:
         return self
 
     async def __anext__(self) -> EventItem:
         t = self._turn
         item = None if t.waiting else t._cursor.next()
         if item is None:
-            item = await next_item(t.waiting, t._cursor.next, t._client._bind())
+            backend = t._client._bind()
+            try:
+                item = await next_item(t.waiting, t._cursor.next, backend)
+            except BaseException:
+                # Cancelled while it waited (a deadline, a cancel scope, the
+                # task cancelled): the loop is left now, as an async
+                # generator is, not when a collector drops it.
+                self._leave()
+                raise
         if isinstance(item, _End):
             self._left = True  # the end: nothing to leave
             await t.result()  # the loop ends the way the result does
@@ -230,6 +291,7 @@ class _Loop:
         return item
 
     async def aclose(self) -> None:
+        """Leave the loop (interrupting the turn if it still runs)."""
         self._leave()
 
     def _leave(self) -> None:
@@ -260,8 +322,8 @@ async def run(client: Client, text: Any, mode: Any, on_approval: Any, timeout: A
     except KomaError:
         raise
     except BaseException:
-        turn._stop("aborted", "run() was cancelled; the agent was interrupted")
+        turn._stop()
         raise
 
 
-__all__ = ["ApprovalPolicy", "END", "Turn", "run"]
+__all__ = ["ApprovalPolicy", "END", "Turn", "TurnLoop", "run"]

@@ -15,6 +15,7 @@ use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
 use koma_transport::events::{End, Take};
 use koma_transport::raw_json::RawJson;
+use koma_transport::stop::Why;
 use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
@@ -259,11 +260,11 @@ impl NativeClient {
         })
     }
 
-    /// Stop turn `key` (`code` "aborted" or "timeout").
-    fn stop_turn(&self, py: Python<'_>, key: u64, code: &str, message: &str) -> PyResult<()> {
+    /// Stop turn `key`: the task that awaited it was cancelled (the core
+    /// interrupts the agent, and settles the turn within its grace).
+    fn stop_turn(&self, py: Python<'_>, key: u64) -> PyResult<()> {
         guarded(py, "stopping a turn", || {
-            let code = if code == "timeout" { ErrorCode::Timeout } else { ErrorCode::Aborted };
-            self.conn.stop_turn(key, code, message);
+            self.conn.stop_turn(key, &Why::Cancelled);
             Ok(())
         })
     }
@@ -376,6 +377,18 @@ impl NativeClient {
         guarded(py, "stopping the child", || {
             self.conn.kill_now();
             Ok(())
+        })
+    }
+
+    /// Stop the child's whole group at once and wait (without the GIL, at
+    /// most `limit` seconds) until it is reaped and nothing of the client
+    /// is left, the core's threads included if it was the last client (the
+    /// client was collected: after the finalizer, as after `close()`).
+    fn kill_and_wait(&self, py: Python<'_>, limit: f64) -> PyResult<bool> {
+        guarded(py, "stopping the child", || {
+            let limit = Duration::try_from_secs_f64(limit).unwrap_or(Duration::ZERO);
+            let conn = self.conn.clone();
+            Ok(py.detach(move || conn.kill_and_wait(limit)))
         })
     }
 

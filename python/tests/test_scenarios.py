@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -161,6 +162,13 @@ def check_turn_result(actual: Any, expect: dict[str, Any], what: str) -> None:
             assert getattr(actual, k) == v, f"{what}.{k}: {shown(actual)}"
 
 
+def check_within(step: dict[str, Any], started: float, what: str) -> None:
+    """`within_ms`: the step's wait ended within that many milliseconds (a deadline's bound, with slack)."""
+    if "within_ms" in step:
+        took = (time.monotonic() - started) * 1000
+        assert took <= step["within_ms"], f"{what} took {took:.0f} ms, more than {step['within_ms']}"
+
+
 class TurnRec:
     """A Turn, or a run() started in the background, by its scenario name."""
 
@@ -181,6 +189,8 @@ class TurnRec:
         self.value: Any = None
         self.error: BaseException | None = None
         self.cancelled = False
+        # the cancellation that left a loop, kept alive (with its frames) for the rest of the scenario
+        self.kept_exception: BaseException | None = None
 
 
 class LoopRec:
@@ -338,10 +348,12 @@ class Runner:
         failed = False
         value: Any = None
         error: BaseException | None = None
+        started = time.monotonic()
         try:
             value = await within(call, what)
         except KomaError as e:
             failed, error = True, e
+        check_within(step, started, what)
         return self.outcome(failed, value, error, step, what, check, rec)
 
     def outcome(
@@ -458,7 +470,9 @@ class Runner:
                 self.turns[step["as"]] = rec
                 self.tg.start_soon(self.run_call, step, rec, step["text"], options)
                 return None
+            started = time.monotonic()
             await within(self.run_call(step, rec, step["text"], options), what)
+            check_within(step, started, what)
             return await self.run_outcome(rec, step, what)
         if do == "await_handler":
             rec = self.turn_rec(step["of"])
@@ -471,7 +485,10 @@ class Runner:
             rec = self.turn_rec(step["turn"])
             what = f"{step['turn']}.result()"
             if rec.kind == "run":
-                return await self.run_outcome(rec, step, what)
+                started = time.monotonic()
+                outcome = await self.run_outcome(rec, step, what)
+                check_within(step, started, what)
+                return outcome
             expect = step.get("expect")
             return await self.settle(
                 rec.turn.result(),
@@ -588,13 +605,35 @@ class Runner:
                 return "break"
             if once("return_after", name):
                 return "return"
+            if once("leave_waiting_after", name):
+                return "leave_waiting"
             return None
 
         thrown: BaseException | None = None
         raised = False
+        started = time.monotonic()
         try:
             with anyio.fail_after(HANG):
-                if step.get("return_after"):
+                if step.get("leave_waiting_after"):
+                    # After that event the loop waits for its next item, and
+                    # the task it runs in is cancelled while it waits; the
+                    # cancellation is kept alive, with the loop's frames.
+                    scope = anyio.CancelScope()
+
+                    async def cancel_when_waiting() -> None:
+                        await anyio.wait_all_tasks_blocked()
+                        scope.cancel()
+
+                    with scope:
+                        try:
+                            async for item in rec.turn:
+                                if await body(item) == "leave_waiting":
+                                    self.tg.start_soon(cancel_when_waiting)
+                        except BaseException as e:
+                            rec.kept_exception = e
+                            raise
+                    assert scope.cancelled_caught, f"{what} was not cancelled while it waited"
+                elif step.get("return_after"):
                     # Driven by hand, and left by the iterator's aclose().
                     it = rec.turn.__aiter__()
                     while True:
@@ -621,6 +660,7 @@ class Runner:
             ) from None
         except BodyError:
             raised = True
+        check_within(step, started, what)
         check_items(items, expect, what)
         if expect.get("raised") == "body":
             assert raised, f"{what} did not let its body's error through ({thrown!r})"

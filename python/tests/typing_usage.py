@@ -9,6 +9,7 @@ drift. It also runs, against koma-sim:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from koma_sdk import (
     ToolCall,
     TransportFailure,
     Turn,
+    TurnLoop,
     TurnResult,
 )
 
@@ -143,6 +145,15 @@ async def main(executable: str) -> None:
                 print(describe(item))
             print(await turn.id(), show_result(await turn.result()))
             await turn.interrupt()
+            # The scoped forms: leaving the block ends the turn, if it still runs.
+            async with client.turn("read src/lib.rs", on_approval="deny") as scoped:
+                assert_type(scoped, Turn)
+                async with contextlib.aclosing(aiter(scoped)) as loop:
+                    assert_type(loop, TurnLoop)
+                    async for item in loop:
+                        print(describe(item))
+                        break
+            await scoped.aclose()
             print(show_result(await client.run("fix notes.txt", on_approval=policy, mode="interrupt", timeout=30)))
             print(show_result(await client.run("hello", on_approval="allow")))
             try:

@@ -12,6 +12,7 @@
 //! - [`events`]: the bounded event buffer with its overflow report;
 //! - [`lift`]: long strings cut out of values, so the host does not parse them;
 //! - [`stderr`]: the ring that keeps the newest 64 KiB of stderr;
+//! - [`stop`]: how a wait the application bounds ends early (a signal, a cancellation, a deadline), and a stopped turn's grace;
 //! - [`child`]: launching `koma sdk serve` (one spawner thread) and watching the process (pidfds);
 //! - [`limits`]: the protocol's version and bounds;
 //! - [`turns`]: the turn layer: which consumer each event belongs to, what a turn collected and how it ended;
@@ -37,6 +38,7 @@ pub mod quote;
 pub mod raw_json;
 pub mod runtime;
 pub mod stderr;
+pub mod stop;
 pub mod surface;
 pub mod tables;
 #[cfg(feature = "testing")]

@@ -18,13 +18,14 @@ use super::phase::{closed_error, Phase};
 use super::signals::Stop;
 use super::state::{Scope, Shared};
 use super::supervise;
-use super::timers::{expire_after, expire_turn_after};
+use super::timers::{expire_after, expire_turn_after, stop_turn};
 use super::trace_record::{TraceRecord, Traced};
 use super::waker::Waker;
-use crate::error::{ErrorCode, KomaError};
+use crate::error::KomaError;
 use crate::events::{End, Take};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
+use crate::stop::Why;
 use crate::turns::{Answer, TurnSpec};
 
 /// One client's connection. Cheap to clone.
@@ -55,6 +56,11 @@ pub enum Closing {
 impl Connection {
     pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
         Connection { link: Arc::new(Link::new(options, waker)) }
+    }
+
+    /// How this connection's messages spell options and durations.
+    pub fn wording(&self) -> crate::wording::Wording {
+        self.link.options.wording
     }
 
     /// A new call's token: its completion will carry it. Taken before the call
@@ -249,6 +255,37 @@ impl Connection {
         self.link.signals.request_stop(Stop::Kill);
     }
 
+    /// Stop the child's whole group at once (as [`Connection::kill_now`]),
+    /// and wait, blocking, until it is reaped and every task and descriptor
+    /// of the connection is gone, and, if it was the last connection, the
+    /// I/O threads have ended; at most `limit`, a bound against a process
+    /// that outlives SIGKILL (a stopped tracee). For a host whose object is
+    /// collected where it cannot await (a finalizer): once it returns, the
+    /// client has left nothing behind, as after `close()`. True when done.
+    /// Must not be called on an I/O thread (the wait would stall it): it
+    /// then only kills, and returns false.
+    pub fn kill_and_wait(&self, limit: Duration) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
+        self.kill_now();
+        if crate::runtime::on_io_thread() {
+            return false;
+        }
+        let s = self.link.lock();
+        let started = s.phase != Phase::NotStarted && s.phase != Phase::Closed;
+        if !started || s.child.supervisor_done {
+            drop(s);
+            crate::runtime::settle();
+            return true;
+        }
+        let s = self.link.wait_supervised(s, std::time::Instant::now() + limit);
+        let done = s.child.supervisor_done;
+        drop(s);
+        crate::runtime::settle();
+        done
+    }
+
     /// Whether `close()` is done: the child is reaped and every task and
     /// descriptor of this connection is gone (for tests and diagnostics).
     /// After a fork, true: nothing of it is open in this process.
@@ -330,12 +367,18 @@ impl Connection {
     /// Start a turn as call `key` (a token): its submit is written (or it
     /// ends at once: its options are refused, or it was stopped already).
     /// Everything about it comes as completions for `key` (`TurnNews`),
-    /// the last being `Ended`. After a fork it is refused here.
+    /// the last being `Ended`. Refused here, as every call is, when the
+    /// client takes no more calls (closed, failed, detached: the first of
+    /// the local checks), and after a fork: the host fails the turn at once,
+    /// without waiting for a wake that may never come.
     pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), KomaError> {
         if let Some(e) = self.link.foreign() {
             return Err(e);
         }
         let mut s = self.link.lock();
+        if let Some(e) = s.phase.refusal() {
+            return Err(e);
+        }
         let timeout = spec.timeout;
         s.turns.open(key, spec);
         if s.turns.has_sends() && s.phase.awaits_hello() {
@@ -381,14 +424,17 @@ impl Connection {
         self.link.wake_if_needed(s);
     }
 
-    /// Stop turn `key` (the host aborted it): the agent is interrupted, and
-    /// the result fails with `code` (and `message`) once the turn finished.
-    pub fn stop_turn(&self, key: u64, code: ErrorCode, message: impl Into<String>) {
+    /// Stop turn `key` (the host's signal aborted, its task was
+    /// cancelled): the agent is interrupted, and the result fails with the
+    /// stop's error (`aborted`, or `timeout` for a timeout signal) once the
+    /// turn finished and the interrupt was answered, or at the latest
+    /// [`crate::stop::TURN_STOP_GRACE`] from now.
+    pub fn stop_turn(&self, key: u64, stop: &Why) {
         if self.link.foreign().is_some() {
             return;
         }
         let mut s = self.link.lock();
-        s.turns.stop(key, code, message.into());
+        stop_turn(&self.link, &mut s, key, stop);
         self.link.wake_if_needed(s);
     }
 
@@ -440,6 +486,8 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;
+
+    use crate::error::ErrorCode;
 
     use super::*;
 

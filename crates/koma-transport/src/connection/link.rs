@@ -3,7 +3,7 @@
 //! takes (failing the client, waking the host, writing a checked request).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -35,6 +35,9 @@ pub(super) struct Link {
     /// thread, reads on only once that wake was taken, so answers that
     /// arrive meanwhile are read (and delivered) together.
     pub drained: Notify,
+    /// Signalled (with the state's mutex) when the supervisor is done: see
+    /// `Connection::kill_and_wait`.
+    pub supervised: Condvar,
     pub counters: Arc<EventCounters>,
     next_token: AtomicU64,
     /// The process image it was made in (see [`runtime::generation`]).
@@ -54,6 +57,7 @@ impl Link {
             options,
             signals: Signals::new(),
             drained: Notify::new(),
+            supervised: Condvar::new(),
             counters: Arc::new(EventCounters::default()),
             next_token: AtomicU64::new(1),
             generation: runtime::generation(),
@@ -78,6 +82,23 @@ impl Link {
 
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait, with the lock given, until the supervisor is done or `deadline`
+    /// passes (whichever first); the lock is held again on return.
+    pub fn wait_supervised<'a>(
+        &self,
+        mut s: MutexGuard<'a, Shared>,
+        deadline: std::time::Instant,
+    ) -> MutexGuard<'a, Shared> {
+        while !s.child.supervisor_done {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = self.supervised.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        s
     }
 
     fn io_slot(&self) -> MutexGuard<'_, Option<Lease>> {
@@ -151,6 +172,9 @@ impl Link {
             }
             for token in fx.done {
                 s.outbox.completions.push(Completion { token, outcome: Outcome::Done });
+            }
+            for token in fx.abandon {
+                s.forget(token);
             }
         }
     }

@@ -1,6 +1,9 @@
 //! The calls' deadlines: one sleeping task per call that has a `timeout`,
 //! cancelled as soon as the call settles, and holding only a weak reference
 //! to the connection, so a deadline never keeps a connection's memory alive.
+//! A turn has one such timer, under its key: its deadline, then, once it is
+//! stopped (by its deadline or by the host), its stop's grace
+//! ([`TURN_STOP_GRACE`]), past which it settles whatever koma does.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -9,7 +12,7 @@ use super::completion::Outcome;
 use super::deadline::Deadline;
 use super::link::Link;
 use super::state::Shared;
-use crate::error::{ErrorCode, KomaError};
+use crate::stop::{deadline_error, Stopped, Why, TURN_STOP_GRACE};
 
 /// Give the call `token` a deadline (with the lock held, so that it is
 /// registered before the call can settle).
@@ -27,8 +30,42 @@ pub(super) fn expire_after(link: &Arc<Link>, s: &mut Shared, token: u64, after: 
 }
 
 /// Give turn `key` its deadline: past it, the turn is stopped with
-/// `timeout` (the agent is interrupted; the result fails once it finished).
+/// `timeout` (the agent is interrupted; the result fails once it finished,
+/// or when the stop's grace passed).
 pub(super) fn expire_turn_after(link: &Arc<Link>, s: &mut Shared, key: u64, after: Duration) {
+    after_turn_timer(link, s, key, after, move |link, s| {
+        if s.turns.expire(key, after) {
+            grace(link, s, key);
+        }
+    });
+}
+
+/// The host stopped turn `key` (see [`crate::stop::Why`]): the agent is
+/// interrupted, and the stop's grace starts.
+pub(super) fn stop_turn(link: &Arc<Link>, s: &mut Shared, key: u64, stop: &Why) {
+    if s.turns.stop(key, stop) {
+        grace(link, s, key);
+    }
+}
+
+/// Start turn `key`'s stop grace (in place of its deadline, if that still
+/// runs: the turn is stopped already): past it, the turn is given up.
+fn grace(link: &Arc<Link>, s: &mut Shared, key: u64) {
+    after_turn_timer(link, s, key, TURN_STOP_GRACE, move |_, s| {
+        let Shared { turns, stream, .. } = s;
+        turns.give_up(&mut stream.events, key);
+    });
+}
+
+/// Run `then` with the lock held `after` from now, as turn `key`'s timer
+/// (cancelled when the turn ends, or replaced by its next timer).
+fn after_turn_timer(
+    link: &Arc<Link>,
+    s: &mut Shared,
+    key: u64,
+    after: Duration,
+    then: impl FnOnce(&Arc<Link>, &mut Shared) + Send + 'static,
+) {
     // A turn that writes its submit has started the connection, which then
     // holds the I/O threads; one that did not has ended already.
     let Some(io) = link.io() else { return };
@@ -40,12 +77,7 @@ pub(super) fn expire_turn_after(link: &Arc<Link>, s: &mut Shared, key: u64, afte
         if let Some(d) = s.calls.timers.remove(&key) {
             d.fired();
         }
-        let within = link.options.wording.duration(after);
-        s.turns.stop(
-            key,
-            ErrorCode::Timeout,
-            format!("the turn did not finish within {within}; the agent was interrupted"),
-        );
+        then(&link, &mut s);
         link.wake_if_needed(s);
     });
     s.calls.timers.insert(key, Deadline::new(task.abort_handle()));
@@ -60,12 +92,7 @@ fn expire(link: Weak<Link>, token: u64, after: Duration) {
         d.fired(); // this task is ending: nothing to cancel
     }
     if let Some(method) = s.forget(token) {
-        let within = link.options.wording.duration(after);
-        let message = match method.as_str() {
-            "close" => format!("`close` did not finish within {within}; the close goes on"),
-            _ => format!("`{method}` was not answered within {within}"),
-        };
-        let e = KomaError::new(ErrorCode::Timeout, message);
+        let e = deadline_error(&method, Stopped::Call, after, &link.options.wording);
         s.complete(token, Outcome::Error(e));
         link.wake_if_needed(s);
     }

@@ -29,10 +29,13 @@ pub struct Effects {
     pub news: Vec<(u64, TurnNews)>,
     /// Host calls (a turn's interrupt) that are done, by their token.
     pub done: Vec<u64>,
+    /// The turns' requests to forget, by their token (a turn given up):
+    /// their pending slots are freed, their late answers ignored.
+    pub abandon: Vec<u64>,
 }
 
 impl Effects {
     pub fn is_empty(&self) -> bool {
-        self.sends.is_empty() && self.news.is_empty() && self.done.is_empty()
+        self.sends.is_empty() && self.news.is_empty() && self.done.is_empty() && self.abandon.is_empty()
     }
 }

@@ -17,6 +17,7 @@
 //! turn was known: then `overflowed` says so).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -31,6 +32,7 @@ use super::unrouted::{Held, Note, Unrouted};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
 use crate::lift::LiftedString;
+use crate::stop::{deadline_error, given_up, Stopped, Why};
 use crate::wording::Wording;
 
 /// The stream of a turn that is over, kept for a loop that reads it.
@@ -347,11 +349,37 @@ impl Turns {
         }
     }
 
-    /// Stop turn `key` (aborted, timed out): see [`Turn::stop`].
-    pub fn stop(&mut self, key: u64, code: crate::error::ErrorCode, message: String) {
-        if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
-            t.stop(code, message, &mut self.fx);
+    /// The host stopped turn `key` (its signal aborted, its task was
+    /// cancelled): see [`Turn::stop`]. Returns true when its grace is to
+    /// start ([`Turns::give_up`] once it passed).
+    pub fn stop(&mut self, key: u64, stop: &Why) -> bool {
+        let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return false };
+        let error = stop.error(t.what, Stopped::Turn);
+        t.stop(error, &mut self.fx)
+    }
+
+    /// Turn `key`'s deadline (`after`) passed: stopped with `timeout`, as [`Turns::stop`].
+    pub fn expire(&mut self, key: u64, after: Duration) -> bool {
+        let wording = self.wording;
+        let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return false };
+        t.stop(deadline_error(t.what, Stopped::Turn, after, &wording), &mut self.fx)
+    }
+
+    /// Turn `key`'s stop grace passed: if it is not over, it settles now
+    /// (see [`Turn::give_up`]); its requests still in flight are abandoned,
+    /// the events held for its id go on to their consumers, and its later
+    /// events go to `events()` as those of no open turn.
+    pub fn give_up(&mut self, buffer: &mut EventBuffer, key: u64) {
+        let given_up = given_up(&self.wording);
+        let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return };
+        t.give_up(&given_up, &mut self.fx);
+        let mine: Vec<u64> = self.requests.iter().filter(|(_, (k, _))| *k == key).map(|(token, _)| *token).collect();
+        for token in mine {
+            self.requests.remove(&token);
+            self.fx.abandon.push(token);
         }
+        self.flush_unrouted(buffer);
+        self.sweep(buffer);
     }
 
     /// The host's interrupt of turn `key` as call `token`: true when done now.

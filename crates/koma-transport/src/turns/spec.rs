@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{ErrorCode, KomaError};
+use crate::stop::{Stopped, Why};
 use crate::wording::Wording;
 
 /// Which of the two entries of the turn layer.
@@ -13,6 +14,16 @@ pub enum Entry {
     Turn,
     /// `run()`: a turn nobody reads; only its result is handed over.
     Run,
+}
+
+impl Entry {
+    /// The entry's name, as messages say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Entry::Turn => "turn",
+            Entry::Run => "run",
+        }
+    }
 }
 
 /// The approval option as the host received it.
@@ -39,11 +50,11 @@ pub struct TurnSpec {
     pub mode: Option<String>,
     pub approvals: ApprovalOption,
     /// The turn's deadline: past it, the agent is interrupted and the
-    /// result fails with `timeout`.
+    /// result fails with `timeout` (see [`crate::stop`] for the bound).
     pub timeout: Option<Duration>,
     /// Stopped before it started (an abort that came first): nothing is
-    /// written, and the result fails with this code and message.
-    pub stopped: Option<(ErrorCode, String)>,
+    /// written, and the result fails with this stop's error.
+    pub stopped: Option<Why>,
     /// Refused by the host already (options it could not read): nothing is
     /// written, and the result fails with this.
     pub refused: Option<KomaError>,
@@ -100,7 +111,7 @@ pub(super) struct Checked {
     pub method: &'static str,
     pub params: Option<String>,
     pub policy: Policy,
-    pub stopped: Option<(ErrorCode, String)>,
+    pub stopped: Option<KomaError>,
 }
 
 impl TurnSpec {
@@ -110,10 +121,7 @@ impl TurnSpec {
         if let Some(e) = self.refused {
             return Err(e);
         }
-        let what = match self.entry {
-            Entry::Turn => "turn",
-            Entry::Run => "run",
-        };
+        let what = self.entry.name();
         let bad = |m: String| KomaError::new(ErrorCode::InvalidParams, format!("{what}: {m}"));
         let method = match self.mode.as_deref() {
             None | Some("submit") => "submit",
@@ -141,7 +149,8 @@ impl TurnSpec {
             }
             ApprovalOption::None => Policy::Application,
         };
-        Ok(Checked { entry: self.entry, method, params: self.params, policy, stopped: self.stopped })
+        let stopped = self.stopped.map(|s| s.error(what, Stopped::Unsent));
+        Ok(Checked { entry: self.entry, method, params: self.params, policy, stopped })
     }
 }
 

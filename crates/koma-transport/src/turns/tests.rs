@@ -10,6 +10,7 @@ use super::router::Turns;
 use super::spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{Bound, Counting, End, EventBuffer, Take};
+use crate::stop::Why;
 
 struct H {
     turns: Turns,
@@ -20,6 +21,8 @@ struct H {
     sent: Vec<(u64, Send)>,
     news: Vec<(u64, TurnNews)>,
     done: Vec<u64>,
+    /// Requests the connection was told to abandon, by token.
+    abandoned: Vec<u64>,
     /// The host's running counts of events and bytes taken.
     taken: (u32, u32),
 }
@@ -38,6 +41,7 @@ impl H {
             sent: Vec::new(),
             news: Vec::new(),
             done: Vec::new(),
+            abandoned: Vec::new(),
             taken: (0, 0),
         }
     }
@@ -56,6 +60,7 @@ impl H {
             }
             self.news.extend(fx.news);
             self.done.extend(fx.done);
+            self.abandoned.extend(fx.abandon);
         }
     }
 
@@ -423,7 +428,8 @@ fn events_dropped_before_their_turn_was_known_still_tell_it_how_it_ended() {
 fn a_stop_before_the_id_interrupts_once_it_is_known_and_fails_the_result_after_the_end() {
     let mut h = H::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
-    h.turns.stop(1, ErrorCode::Timeout, "late".into());
+    assert!(h.turns.expire(1, std::time::Duration::from_millis(50)), "its grace starts");
+    assert!(!h.turns.stop(1, &Why::Cancelled), "once");
     h.flush();
     assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "no id yet: nothing to name");
     h.submitted(1, "t-1");
@@ -475,4 +481,74 @@ fn bad_options_end_the_turn_at_once_and_write_nothing() {
     assert!(r["turn"].is_null());
     h.open(2, Entry::Run, ApprovalOption::None);
     assert_eq!(h.ended(2).unwrap().1.map(|e| e.0), Some(ErrorCode::InvalidParams), "run() needs an approval option");
+}
+
+#[test]
+fn a_stopped_turn_that_koma_never_ends_is_given_up_and_its_later_events_go_to_events() {
+    let mut h = H::new();
+    h.open(1, Entry::Turn, ApprovalOption::Text("deny".into()));
+    h.submitted(1, "t-1");
+    h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
+    h.event("output", "{\"turn\":\"t-1\",\"text\":\"a\"}");
+    assert!(h.turns.stop(1, &Why::Signal { reason: Some("TimeoutError".into()) }));
+    h.flush();
+    let interrupt = h.token_of(1, What::Interrupt);
+    assert!(h.ended(1).is_none(), "it waits for koma within the grace");
+    h.turns.give_up(&mut h.buf, 1);
+    h.flush();
+    let (r, error) = h.ended(1).expect("given up: settled");
+    assert_eq!(error, Some((ErrorCode::Timeout, Cause::Stop)));
+    assert_eq!(
+        (r["turn"].as_str(), r["status"].as_str(), r["events"].as_u64()),
+        (Some("t-1"), Some("unknown"), Some(2))
+    );
+    assert_eq!(h.abandoned, vec![interrupt], "its interrupt is abandoned");
+    assert_eq!(h.drain(Some(1)), vec!["1:turn_started", "2:output"], "its loop gets what it took in, then ends");
+    // Its later events, by its id or not, are events()'s, in order, once each.
+    h.event("output", "{\"turn\":\"t-1\",\"text\":\"b\"}");
+    h.event("state", "{\"status\":\"running\"}");
+    h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"interrupted\"}");
+    assert_eq!(h.drain(None), vec!["3:output", "4:state", "5:turn_finished"]);
+    // A late answer to the interrupt changes nothing.
+    h.turns.answered(&mut h.buf, interrupt, Ok(b"{\"turn\":\"t-1\"}"));
+    h.flush();
+    assert_eq!(h.news.iter().filter(|(k, n)| *k == 1 && matches!(n, TurnNews::Ended { .. })).count(), 1);
+}
+
+#[test]
+fn a_turn_given_up_before_its_submit_answered_abandons_it_and_releases_the_held_events() {
+    let mut h = H::new();
+    h.open(1, Entry::Run, ApprovalOption::Text("deny".into()));
+    let submit = h.token_of(1, What::Submit);
+    h.event("output", "{\"turn\":\"t-7\",\"text\":\"?\"}"); // held: it may be turn 1's
+    assert!(h.turns.stop(1, &Why::Cancelled));
+    h.flush();
+    assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "no id: nothing written yet");
+    h.turns.give_up(&mut h.buf, 1);
+    h.flush();
+    let (r, error) = h.ended(1).expect("given up");
+    assert_eq!(error, Some((ErrorCode::Aborted, Cause::Stop)));
+    assert!(r["turn"].is_null());
+    assert_eq!(h.abandoned, vec![submit]);
+    assert_eq!(h.drain(None), vec!["1:output"], "what was held goes on");
+    h.turns.answered(&mut h.buf, submit, Ok(b"{\"turn\":\"t-1\"}"));
+    h.flush();
+    assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "a late answer writes nothing");
+}
+
+#[test]
+fn a_stop_after_turn_finished_keeps_the_result_and_the_grace_bounds_the_interrupts_answer() {
+    let mut h = H::new();
+    h.open(1, Entry::Turn, ApprovalOption::Text("deny".into()));
+    h.submitted(1, "t-1");
+    h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
+    h.turns.read(&mut h.buf, 1, false); // a loop left: interrupt
+    h.flush();
+    h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"interrupted\"}");
+    assert!(h.ended(1).is_none(), "it waits for its interrupt's answer");
+    assert!(h.turns.expire(1, std::time::Duration::from_millis(10)));
+    h.turns.give_up(&mut h.buf, 1);
+    h.flush();
+    let (r, error) = h.ended(1).expect("settled by the grace");
+    assert_eq!((r["status"].as_str(), error), (Some("interrupted"), None), "its turn_finished had come");
 }

@@ -57,9 +57,13 @@ pub(super) struct Turn {
     pub reader: Reader,
     /// Its events for a loop; none for a turn nobody can read (`run()`).
     pub stream: Option<Stream>,
+    /// `turn` or `run`, as messages name it.
+    pub what: &'static str,
     policy: Policy,
-    /// Why it was stopped (the first stop).
-    stop: Option<(ErrorCode, String)>,
+    /// Why it was stopped (the first stop), if it had not finished then.
+    stop: Option<KomaError>,
+    /// Its stop's grace has started (see [`Turn::stop`]).
+    grace: bool,
     /// The first failure of the host's approval function, and its approval.
     refusal: Option<(KomaError, String)>,
     /// Why it cannot go on (the submit failed, the client failed or closed).
@@ -81,8 +85,10 @@ impl Turn {
             ended: false,
             reader: Reader::NotYet,
             stream: (spec.entry == Entry::Turn).then(|| Stream::counted(false)),
+            what: spec.entry.name(),
             policy: spec.policy,
             stop: None,
+            grace: false,
             refusal: None,
             failure: None,
             interrupt: Interrupt::No,
@@ -94,7 +100,7 @@ impl Turn {
 
     /// A turn that ends as it starts: its options were refused, or it was
     /// stopped before anything was written.
-    pub fn refused(key: u64, failure: Option<KomaError>, stop: Option<(ErrorCode, String)>, fx: &mut Effects) {
+    pub fn refused(key: u64, failure: Option<KomaError>, stop: Option<KomaError>, fx: &mut Effects) {
         let spec =
             Checked { entry: Entry::Run, method: "submit", params: None, policy: Policy::Application, stopped: None };
         let mut t = Turn::new(key, &spec);
@@ -289,14 +295,38 @@ impl Turn {
         }
     }
 
-    /// Stop the turn (aborted, or past its deadline): the agent is
-    /// interrupted, and the result fails with `code` once the turn finished.
-    pub fn stop(&mut self, code: ErrorCode, message: String, fx: &mut Effects) {
-        if !self.routable() {
+    /// Stop the turn (aborted, cancelled, or past its deadline): the agent
+    /// is interrupted, and the result fails with `error` once the turn
+    /// finished and the interrupt is answered (a turn that had finished
+    /// keeps its result). Returns true when the stop's grace is to start
+    /// (the first stop of a turn not over): past it, [`Turn::give_up`].
+    pub fn stop(&mut self, error: KomaError, fx: &mut Effects) -> bool {
+        if self.ended {
+            return false;
+        }
+        if !self.finished {
+            self.stop.get_or_insert(error);
+            self.want_interrupt(fx);
+        }
+        !std::mem::replace(&mut self.grace, true)
+    }
+
+    /// The stop's grace passed and the turn is not over (koma has not
+    /// finished it, or not answered its interrupt): it settles now, with
+    /// what it collected and its stop's error, saying so (`given_up`).
+    /// Whatever it still waits for is the caller's to abandon.
+    pub fn give_up(&mut self, given_up: &str, fx: &mut Effects) {
+        if self.ended {
             return;
         }
-        self.stop.get_or_insert((code, message));
-        self.want_interrupt(fx);
+        if let Some(e) = self.stop.as_mut() {
+            e.message.push_str(given_up);
+        }
+        if self.id == Id::Waiting {
+            self.id = Id::Never;
+        }
+        self.interrupt = Interrupt::Answered;
+        self.settle(fx);
     }
 
     /// The host's `interrupt()`: interrupt the turn if it still runs; the
@@ -437,9 +467,7 @@ impl Turn {
         } else if let Some((error, approval)) = self.refusal.take() {
             Some(TurnError { error, cause: Cause::Handler(approval) })
         } else {
-            self.stop
-                .take()
-                .map(|(code, message)| TurnError { error: KomaError::new(code, message), cause: Cause::Stop })
+            self.stop.take().map(|error| TurnError { error, cause: Cause::Stop })
         };
         fx.news.push((self.key, TurnNews::Ended { result, error }));
         fx.done.append(&mut self.interrupt_waiters);
