@@ -68,17 +68,48 @@ test("a failure is a note on the channel, with the error", { timeout: 30000 }, a
   const failed = seen.filter((m) => m.kind === "failed");
   assert.equal(failed.length, 1);
   assert.match(failed[0].text, /^failed: transport_failure: /);
-  assert.doesNotMatch(failed[0].text, /\n/, "one line");
+  // koma's last lines of stderr, as lines, not a literal \n.
+  const [first, ...tail] = failed[0].text.split("\n");
+  assert.match(first, /last lines of stderr:$/, failed[0].text);
+  assert.ok(tail.length > 0 && tail.every((line) => line.startsWith("koma-sim: ")), failed[0].text);
+  assert.doesNotMatch(failed[0].text, /\\n/);
   assert.ok(seen.some((m) => m.kind === "exit" && m.text === "koma was killed by signal 9 (SIGKILL)"));
 });
 
-test("a client made while nobody listens keeps no trace", { timeout: 30000 }, async (t) => {
+test("a subscriber that comes after a client was made gets its trace from the client's next call on", { timeout: 30000 }, async (t) => {
   const client = simClient(t);
-  const seen = listen(t, () => client); // subscribed after the client was made
-  await client.create({});
+  const created = await client.create({}); // nobody listens: nothing is kept
+  const seen = listen(t, () => client);
   await client.state();
   await client.close();
-  assert.deepEqual(seen, []);
+  const frames = seen.filter((m) => m.kind === "frame");
+  const i = frames.findIndex((m) => m.direction === "written" && /"method":"state"/.test(m.text));
+  assert.ok(i >= 0, "the next call's request");
+  assert.ok(
+    frames.slice(i).some((m) => m.direction === "read" && /"result":\{"session"/.test(m.text)),
+    "and its answer",
+  );
+  assert.ok(!seen.some((m) => m.text.includes('"method":"create"') || m.text.includes(created.session)), "nothing of before");
+  assert.deepEqual(
+    seen.filter((m) => !["frame", "stderr"].includes(m.kind)).map((m) => m.kind),
+    ["detach", "exit", "closed"],
+  );
+});
+
+test("a subscriber that comes in the middle of a turn gets the client's trace from its next wake on", { timeout: 30000 }, async (t) => {
+  const client = simClient(t, { delayMs: 20 });
+  await client.create({});
+  let seen;
+  for await (const item of client.turn({ text: "hello there" }, { onApproval: "deny" })) {
+    seen ??= listen(t, () => client); // after the first event, with no call since
+    assert.ok(item);
+  }
+  const read = seen.filter((m) => m.kind === "frame" && m.direction === "read").map((m) => m.text);
+  assert.ok(
+    read.some((text) => /"name":"turn_finished"/.test(text)),
+    JSON.stringify(read),
+  );
+  await client.close();
 });
 
 test("nothing of the trace reaches process.stderr; trace: true writes to fd 2 from native code", { timeout: 60000 }, () => {

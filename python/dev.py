@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python package's quick start, run with the system python3 (3.10+):
 
-    python3 python/dev.py test          # venv, build, pytest, mypy --strict, the wheel and sdist checks
+    python3 python/dev.py lint          # seconds, no build: ruff, mypy --strict on koma_sdk, the surface's stale check
+    python3 python/dev.py test          # venv, build, lint, pytest, mypy --strict, the wheel and sdist checks
     python3 python/dev.py demo          # build, then python/examples/demo.py against koma-sim
     python3 python/dev.py check-sdist   # the sdist check alone
 
@@ -420,10 +421,10 @@ def sdist_only() -> None:
     check_sdist(ensure_venv())
 
 
-def test() -> None:
-    py = ensure_venv()
-    wheel = build(py)
-    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+def lint_checks(py: Path) -> None:
+    """The checks that need no build: the stale check of the files generated
+    from surface/protocol.json, ruff (lint and format), and `mypy --strict`
+    on the package, which reads the native module's stub (`_native.pyi`)."""
     step("the files generated from surface/protocol.json are up to date (`node scripts/surface.mjs` writes them)")
     node = shutil.which("node")
     if node is None:
@@ -433,9 +434,24 @@ def test() -> None:
     ruff = str(py.parent / "ruff")
     run(ruff, "check", ".", cwd=HERE)
     run(ruff, "format", "--check", ".", cwd=HERE)
+    step("mypy --strict: the package (its native module through the stub _native.pyi)")
+    run(str(py), "-m", "mypy", "--strict", "--cache-dir", str(VENV / ".mypy_cache"), "koma_sdk", cwd=HERE)
+
+
+def lint() -> None:
+    started = time.monotonic()
+    lint_checks(ensure_venv())
+    print(f"\npython lint: passed ({time.monotonic() - started:.1f} s)")
+
+
+def test() -> None:
+    py = ensure_venv()
+    wheel = build(py)
+    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+    lint_checks(py)
     step("pytest python/tests (asyncio and trio)")
     run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests"), cwd=ROOT, env=env)
-    step("mypy --strict: the typing usage files and the package")
+    step("mypy --strict: the typing usage files and the example")
     usage = [
         p
         for p in (
@@ -449,7 +465,6 @@ def test() -> None:
         sys.exit("no typing usage file to check (python/tests/typing_usage.py)")
     cache = str(VENV / ".mypy_cache")
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, *map(str, usage), cwd=ROOT)
-    run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "app.py", "test_app.py", cwd=EXAMPLE)
     step("stubtest: the native module's stub against the module (as installed)")
     with tempfile.TemporaryDirectory(prefix="koma-sdk-stubtest-") as d:  # not python/, whose koma_sdk has no module
@@ -487,9 +502,11 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
-    commands = {"test": test, "demo": demo, "check-sdist": sdist_only}
+    commands = {"lint": lint, "test": test, "demo": demo, "check-sdist": sdist_only}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: python3 python/dev.py test|demo|check-sdist (or check-wheel WHEEL, for the release workflow)")
+        sys.exit(
+            "usage: python3 python/dev.py lint|test|demo|check-sdist (or check-wheel WHEEL, for the release workflow)"
+        )
     commands[sys.argv[1]]()
 
 

@@ -379,6 +379,16 @@ impl NativeClient {
         })
     }
 
+    /// Stop the child's whole group at once and wait, with the GIL
+    /// released, until it is reaped and the client's tasks, descriptors (and
+    /// threads, if it was the last client) are gone, at most `limit`
+    /// seconds: whether they are (a fake Koma's `stop()`, without a loop).
+    fn stop_now(&self, py: Python<'_>, limit: f64) -> PyResult<bool> {
+        let limit = Duration::try_from_secs_f64(limit).unwrap_or(Duration::ZERO);
+        let conn = self.conn.clone();
+        guarded(py, "stopping the child", || Ok(py.detach(move || conn.stop_now(limit))))
+    }
+
     /// The descriptor the loop watches, while it is open.
     fn wake_fd(&self) -> Option<i32> {
         self.wake.fileno()

@@ -121,7 +121,11 @@ async def test_a_failure_is_logged_as_a_warning(sim_client: MakeClient, caplog: 
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"[koma_sdk pid {pid}] failed: transport_failure: "), warnings
     assert error.code in ("transport_failure", "delivery_unknown")
-    assert "\n" not in warnings[0], "one line"
+    # koma's last lines of stderr, as lines (indented under the first), not a literal \n.
+    first, *tail = warnings[0].split("\n")
+    assert first.endswith("last lines of stderr:"), warnings[0]
+    assert tail and all(line.startswith("    koma-sim: ") for line in tail), warnings[0]
+    assert "\\n" not in warnings[0], warnings[0]
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])

@@ -20,5 +20,6 @@ mod lease;
 mod threads;
 
 pub use fork::generation;
+pub(crate) use io::on_io_thread;
 pub use lease::Lease;
 pub use threads::{running, settle, wait_idle};

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::completion::Completion;
 use super::counters::EventCounters;
 use super::link::Link;
-use super::options::ConnectionOptions;
+use super::options::{ConnectionOptions, TraceKinds};
 use super::phase::{closed_error, Phase};
 use super::signals::Stop;
 use super::state::{Scope, Shared};
@@ -249,6 +249,42 @@ impl Connection {
         self.link.signals.request_stop(Stop::Kill);
     }
 
+    /// Keep these kinds of trace records for the host from now on, besides
+    /// those its options named (a host whose listener came after the
+    /// connection was made). Records of what happened before are not there.
+    pub fn keep_trace(&self, kinds: TraceKinds) {
+        self.link.trace.keep(kinds);
+    }
+
+    /// Stop the child's whole group at once (as [`Connection::kill_now`]),
+    /// then block this thread until the child is reaped and every task and
+    /// descriptor of the connection is gone (and, if it was the last
+    /// connection, the I/O threads have ended), or `limit` has passed (a
+    /// bound against a hang): true once they are. For a host's thread that
+    /// has no event loop to await a close on, such as a test's teardown.
+    /// False at once on an I/O thread, which the wait would block.
+    pub fn stop_now(&self, limit: Duration) -> bool {
+        if self.link.foreign().is_some() {
+            return true;
+        }
+        if crate::runtime::on_io_thread() {
+            return false;
+        }
+        self.kill_now();
+        let deadline = std::time::Instant::now() + limit;
+        let mut s = self.link.lock();
+        while s.child.supervised && !s.child.supervisor_done {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            s = self.link.supervisor_done.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        drop(s);
+        crate::runtime::settle();
+        true
+    }
+
     /// Whether `close()` is done: the child is reaped and every task and
     /// descriptor of this connection is gone (for tests and diagnostics).
     /// After a fork, true: nothing of it is open in this process.
@@ -433,6 +469,7 @@ impl Connection {
             return;
         }
         s.phase = Phase::Starting;
+        s.child.supervised = true;
         supervise::start(self.link.clone());
     }
 }

@@ -3,7 +3,7 @@
 //! takes (failing the client, waking the host, writing a checked request).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -35,6 +35,9 @@ pub(super) struct Link {
     /// thread, reads on only once that wake was taken, so answers that
     /// arrive meanwhile are read (and delivered) together.
     pub drained: Notify,
+    /// Signalled (with the state's mutex) when the supervisor is done, for
+    /// a host's thread that blocks until then (`Connection::stop_now`).
+    pub supervisor_done: Condvar,
     pub counters: Arc<EventCounters>,
     next_token: AtomicU64,
     /// The process image it was made in (see [`runtime::generation`]).
@@ -54,6 +57,7 @@ impl Link {
             options,
             signals: Signals::new(),
             drained: Notify::new(),
+            supervisor_done: Condvar::new(),
             counters: Arc::new(EventCounters::default()),
             next_token: AtomicU64::new(1),
             generation: runtime::generation(),

@@ -85,6 +85,8 @@ pub(super) struct Stream {
 #[derive(Default)]
 pub(super) struct ChildSlot {
     pub process: Option<Arc<Process>>,
+    /// The supervisor was started (the first call was made).
+    pub supervised: bool,
     /// The supervisor has finished: the child is reaped, every task and descriptor is gone.
     pub supervisor_done: bool,
 }

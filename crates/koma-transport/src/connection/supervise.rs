@@ -320,6 +320,7 @@ fn supervisor_done(link: &Link) {
     link.release_io();
     let mut s = link.lock();
     s.child.supervisor_done = true;
+    link.supervisor_done.notify_all();
     if s.phase == Phase::Closing {
         link.finish_close(&mut s);
     }

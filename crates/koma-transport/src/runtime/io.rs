@@ -24,7 +24,7 @@ thread_local! {
 }
 
 /// Whether the calling thread is one of the I/O threads.
-pub(super) fn on_io_thread() -> bool {
+pub(crate) fn on_io_thread() -> bool {
     IO_THREAD.with(Cell::get)
 }
 
