@@ -788,6 +788,13 @@ test("docs/testing.md shows the example's files as they are", () => {
   for (const b of blocks) assert.equal(b.body, readFileSync(join(root, b.file), "utf8"), `${b.file} in docs/testing.md`);
 });
 
+test("docs/testing.md's snippet of one story across processes runs as written, in a test", BOUND, async (t) => {
+  const doc = readFileSync(join(root, "docs", "testing.md"), "utf8");
+  const [, body] = /\*\*One story across processes\.\*\*[\s\S]*?```js\n([\s\S]*?)```/.exec(doc);
+  const AsyncFunction = (async () => {}).constructor;
+  await new AsyncFunction("t", "assert", "fakeKoma", "step", body)(t, assert, fake, step);
+});
+
 test("the example's node:test tests pass as written, through koma-sim", { timeout: 120_000 }, () => {
   const env = { ...process.env };
   delete env.KOMA_SIM_PATH;

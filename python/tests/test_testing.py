@@ -1010,6 +1010,16 @@ def test_the_docs_show_the_examples_files_as_they_are() -> None:
         assert body == (ROOT / file).read_text(), f"{file} in docs/testing-python.md"
 
 
+async def test_the_docs_snippet_of_one_story_across_processes_runs_as_written(fake_koma: FakeKomaFactory) -> None:
+    doc = DOC.read_text()
+    (body,) = re.findall(r"\*\*One story across processes\.\*\*.*?```python\n(.*?)```", doc, re.S)
+    source = "async def snippet(fake_koma):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    scope: dict[str, Any] = {"pytest": pytest, "KomaError": KomaError, "Scenario": Scenario}
+    scope.update(ScriptedTurn=ScriptedTurn, Output=Output, Crash=Crash)
+    exec(compile(source, str(DOC), "exec"), scope)
+    await scope["snippet"](lambda scenario: fake(fake_koma, scenario))
+
+
 def test_the_examples_tests_pass_as_written_under_asyncio_and_trio() -> None:
     env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH" and not k.startswith("PYTEST_")}
     r = subprocess.run(
