@@ -96,7 +96,10 @@ test("a subscriber that comes after a client was made gets its trace from the cl
   const i = frames.findIndex((m) => m.direction === "written" && /"method":"state"/.test(m.text));
   assert.ok(i >= 0, "the next call's request");
   const id = /"id":"(\d+)"/.exec(frames[i].text)[1];
-  assert.ok(frames.slice(i).some((m) => m.direction === "read" && m.text.startsWith(`{"id":"${id}","result":`)), "and its answer");
+  assert.ok(
+    frames.slice(i).some((m) => m.direction === "read" && m.text.startsWith(`{"id":"${id}","result":`)),
+    "and its answer",
+  );
   // Nothing of the create before (a stderr line of koma's that the client
   // reads after the subscriber came is what it sees then, and may come).
   assert.ok(!frames.some((m) => m.text.includes('"method":"create"') || m.text.includes(`"session":"${created.session}","state"`)));
