@@ -43,7 +43,15 @@ test("the module loads as CommonJS and as an ES module, with the same names", ()
   }
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   assert.deepEqual(manifest.exports["./testing"], { types: "./testing.d.ts", import: "./testing.mjs", default: "./testing.js" });
-  for (const f of ["testing.js", "testing.mjs", "testing.d.ts", "lib/testing.js", "lib/scenario.js"])
+  for (const f of [
+    "testing.js",
+    "testing.mjs",
+    "testing.d.ts",
+    "lib/testing.js",
+    "lib/scenario.js",
+    "lib/fake-options.js",
+    "lib/fake-folder.js",
+  ])
     assert.ok(manifest.files.includes(f), f);
 });
 

@@ -7,10 +7,11 @@
 // to a test of node:test (`t.after`) or vitest (`onTestFinished`).
 "use strict";
 
-const { mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } = require("node:fs");
-const { tmpdir } = require("node:os");
+const { mkdirSync, readFileSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const { Client } = require("../index.js");
+const { makeFolder } = require("./fake-folder.js");
+const { checkClientOptions, checkOptions } = require("./fake-options.js");
 const { checkScenario, ScenarioError, step } = require("./scenario.js");
 
 /**
@@ -43,128 +44,6 @@ function readRecord(file) {
   return lines.filter((line) => line.trim() !== "").map((line) => JSON.parse(line));
 }
 
-/**
- * The options of a fake and of its clients, each with what it must be: a
- * mistake is a TypeError naming the option, as `new Client` refuses an
- * unknown option, before anything starts.
- * @typedef {[string, (v: unknown) => boolean, string]} Option
- * @type {Option[]}
- */
-const CLIENT_OPTIONS = [
-  ["cwd", (v) => typeof v === "string", "a string"],
-  ["trace", (v) => typeof v === "boolean", "a boolean"],
-  ["helloTimeout", (v) => v === null || (typeof v === "number" && Number.isFinite(v) && v >= 0), "a number of milliseconds >= 0, or null"],
-];
-/** @type {Option[]} */
-const FAKE_OPTIONS = [
-  ["executable", (v) => typeof v === "string" && v !== "", "a non-empty string"],
-  ["env", (v) => isRecord(v) && Object.values(v).every((x) => x === undefined || typeof x === "string"), "an object of strings"],
-  ["delayMs", (v) => Number.isSafeInteger(v) && /** @type {number} */ (v) >= 0, "an integer of milliseconds >= 0"],
-  ["client", isRecord, "an object (the client's options: cwd, trace, helloTimeout)"],
-];
-
-/**
- * @param {unknown} v
- * @returns {v is Record<string, unknown>}
- */
-function isRecord(v) {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
-/**
- * @param {string} what
- * @param {unknown} options
- * @param {Option[]} known
- */
-function checkFields(what, options, known) {
-  if (options === undefined) return;
-  if (!isRecord(options)) throw new TypeError(`${what} must be an object, not ${options === null ? "null" : typeof options}`);
-  const names = known.map(([k]) => k);
-  for (const [key, value] of Object.entries(/** @type {Record<string, unknown>} */ (options))) {
-    const option = known.find(([k]) => k === key);
-    if (!option) {
-      const lower = key.toLowerCase();
-      const like = [...FAKE_OPTIONS, ...CLIENT_OPTIONS]
-        .map(([k]) => k)
-        .find((k) => k.toLowerCase().startsWith(lower) || lower.startsWith(k.toLowerCase()));
-      const hint = !like
-        ? ""
-        : names.includes(like)
-          ? ` (did you mean \`${like}\`?)`
-          : CLIENT_OPTIONS.some(([k]) => k === like)
-            ? ` (\`${like}\` is a client option: \`{ client: { ${like} } }\`)`
-            : ` (\`${like}\` is an option of the fake, beside \`client\`)`;
-      throw new TypeError(`${what}: unknown option \`${key}\`${hint}; the options are: ${names.join(", ")}`);
-    }
-    if (value !== undefined && !option[1](value)) throw new TypeError(`${what}: \`${key}\` must be ${option[2]}, not ${describe(value)}`);
-  }
-}
-
-/** @param {unknown} v how a value that does not fit is named */
-function describe(v) {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
-  if (typeof v === "string") return JSON.stringify(v);
-  if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") return String(v);
-  return typeof v === "object" ? "an object" : `a ${typeof v}`;
-}
-
-/** @param {unknown} options a fake's options, checked */
-function checkOptions(options) {
-  checkFields("FakeKoma options", options, FAKE_OPTIONS);
-  if (isRecord(options)) checkFields("FakeKoma options: client", options.client, CLIENT_OPTIONS);
-}
-
-/**
- * A fake's folder is `koma-fake-<pid namespace>-<pid>-XXXXXX` in the
- * temporary directory: its owner, so that a folder whose owner is gone (a
- * test process killed without a chance to clean up) is removed by the next
- * fake made on the machine, in either package. The pid namespace (Linux's;
- * 0 elsewhere) keeps a process from taking for gone the owner of a folder
- * in a temporary directory shared with another namespace (a container).
- */
-const FOLDER = "koma-fake-";
-
-/** This process, as a fake's folder names its owner: `<pid namespace>-<pid>`. */
-function owner() {
-  return `${pidNamespace()}-${process.pid}`;
-}
-
-/** The inode of this process's pid namespace, or 0 where there is none to read. */
-function pidNamespace() {
-  try {
-    return /^pid:\[(\d+)\]$/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? "0";
-  } catch {
-    return "0";
-  }
-}
-
-/** Remove the folders of fakes whose owner has exited (of this pid namespace). */
-function sweep() {
-  const ns = pidNamespace();
-  let names;
-  try {
-    names = readdirSync(tmpdir());
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const m = /^koma-fake-(\d+)-(\d+)-/.exec(name);
-    if (!m || m[1] !== ns || Number(m[2]) === process.pid || running(Number(m[2]))) continue;
-    rmSync(join(tmpdir(), name), { recursive: true, force: true });
-  }
-}
-
-/** @param {number} pid whether a process has this pid (one of another user's counts) */
-function running(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return /** @type {NodeJS.ErrnoException} */ (e).code !== "ESRCH";
-  }
-}
-
 /** A fake Koma: koma-sim playing a scenario. */
 class FakeKoma {
   /** @type {Client[]} */
@@ -182,8 +61,7 @@ class FakeKoma {
     const { executable, env = {}, delayMs = 0, client = {} } = options;
     // Looked up after the scenario is checked: a mistake is told first.
     const exe = executable ?? require("../sim.js").simPath;
-    sweep();
-    this.dir = mkdtempSync(join(tmpdir(), `${FOLDER}${owner()}-`));
+    this.dir = makeFolder();
     this.scenarioPath = join(this.dir, "scenario.json");
     this.recordPath = join(this.dir, "requests.jsonl");
     this.home = join(this.dir, "home");
@@ -213,7 +91,7 @@ class FakeKoma {
    */
   newClient(options = {}) {
     if (this.#closing) throw new Error("FakeKoma: closed");
-    checkFields("newClient(options)", options, CLIENT_OPTIONS);
+    checkClientOptions("newClient(options)", options);
     const client = new Client({ ...this.clientOptions, ...options, env: { ...this.env } });
     this.#clients.push(client);
     return client;

@@ -23,9 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import os
-import re
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +37,7 @@ from typing import (
 
 from . import sim
 from ._client import Client
+from ._fake_folder import make_folder
 from ._scenario import Cycle, ScenarioError, check, hide_mistake
 from ._surface import Decision
 
@@ -464,55 +463,6 @@ class ClientOptions(_ClientOptionsBase, total=False):
     hello_timeout: float | None
 
 
-# A fake's own folder is `koma-fake-<pid namespace>-<pid>-XXXXXXXX` in the
-# temporary directory: its owner, so that a folder whose owner is gone (a test
-# process killed without a chance to clean up) is removed by the next fake
-# made on the machine, in either package. The pid namespace (Linux's; 0
-# elsewhere) keeps a process from taking for gone the owner of a folder in a
-# temporary directory shared with another namespace (a container).
-_FOLDER = re.compile(r"^koma-fake-(\d+)-(\d+)-")
-
-
-def _pid_namespace() -> str:
-    try:
-        m = re.fullmatch(r"pid:\[(\d+)\]", os.readlink("/proc/self/ns/pid"))
-    except OSError:
-        return "0"
-    return m.group(1) if m else "0"
-
-
-def _owner() -> str:
-    return f"{_pid_namespace()}-{os.getpid()}"
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's
-    return True
-
-
-def _sweep() -> None:
-    """Remove the folders of fakes whose owner has exited (of this pid
-    namespace; on POSIX, where a process can be asked whether it runs)."""
-    if os.name != "posix":
-        return
-    ns = _pid_namespace()
-    tmp = tempfile.gettempdir()
-    try:
-        names = os.listdir(tmp)
-    except OSError:
-        return
-    for name in names:
-        m = _FOLDER.match(name)
-        if m is None or m.group(1) != ns or int(m.group(2)) == os.getpid() or _running(int(m.group(2))):
-            continue
-        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-
-
 def _check_options(
     *, executable: object, env: object, delay_ms: object, dir: object, cwd: object, trace: object
 ) -> None:
@@ -571,8 +521,7 @@ class FakeKoma:
         self.executable: str = os.fspath(executable) if executable is not None else sim.path()
         self._owned = dir is None
         if dir is None:
-            _sweep()
-            self.dir = Path(tempfile.mkdtemp(prefix=f"koma-fake-{_owner()}-"))
+            self.dir = make_folder()
         else:
             self.dir = Path(dir)
             self.dir.mkdir(parents=True, exist_ok=True)
