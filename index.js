@@ -60,7 +60,7 @@ if (!Object.hasOwn(Client, SET_UP)) {
 function setUp() {
   const { KomaError, classes, makeError, isKomaError, traced } = require("./lib/errors.js");
   const { onAbort, offAbort } = require("./lib/signals.js");
-  const { traceSubscribed, publishTrace } = require("./lib/trace.js");
+  const { traceSubscribed, publishTrace, followTrace } = require("./lib/trace.js");
   binding.__setGlue({
     clientStream: require("./lib/stream.js").clientStream,
     makeTurn: require("./lib/turn.js").makeTurn,
@@ -77,6 +77,11 @@ function setUp() {
   // not part of the API.
   const phaseOf = Object.getOwnPropertyDescriptor(Client.prototype, "__phase").get;
   delete Client.prototype.__phase;
+  // A `koma-sdk:trace` subscriber that came after a client was made gets its
+  // trace from the client's next call (or wake) on: the native method that
+  // turns it on is taken off the prototype, as `__phase` is.
+  const keepTrace = Client.prototype.__keepTrace;
+  delete Client.prototype.__keepTrace;
   Object.defineProperty(Client.prototype, Symbol.for("nodejs.util.inspect.custom"), {
     value: function inspectClient(_depth, options, inspect) {
       if (!(this instanceof Client)) return this; // Client.prototype itself: inspected as usual
@@ -108,6 +113,7 @@ function setUp() {
       {
         async [name](a, b, c) {
           if (!(this instanceof Client)) throw detached(name);
+          followTrace(this, keepTrace);
           try {
             return await method.call(this, a, b, c);
           } catch (error) {
@@ -126,6 +132,7 @@ function setUp() {
       {
         [name](a, b) {
           if (!(this instanceof Client)) throw detached(name);
+          followTrace(this, keepTrace);
           return method.call(this, a, b);
         },
       }[name],

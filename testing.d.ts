@@ -175,7 +175,7 @@ export interface ScriptedError {
 }
 
 interface MethodAnswerBase {
-  /** The method (one koma-sim does not have, too). */
+  /** One of the protocol's methods (`"submit"`): a name outside them is a mistake of the scenario. */
   method: string;
   /** The Nth request of this method (1 is the first); absent: every one. */
   nth?: number | undefined;

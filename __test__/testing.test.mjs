@@ -10,12 +10,15 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, SIM, rejection, root } from "./helpers.mjs";
+import { Client, SIM, childPids, rejection, root } from "./helpers.mjs";
 
 const require = createRequire(import.meta.url);
 const testing = require(join(root, "testing.js"));
 const { FakeKoma, ScenarioError, checkScenario, fakeKoma, readRecord, step } = testing;
 const ESM = await import(join(root, "testing.mjs"));
+
+/** The fakes' folders this process made (other processes make and remove theirs meanwhile). */
+const ownFolders = () => readdirSync(tmpdir()).filter((f) => new RegExp(`^koma-fake-\\d+-${process.pid}-`).test(f)).length;
 
 /** Each test is bounded: a hang fails it (it is no measure of speed). */
 const BOUND = { timeout: 30_000 };
@@ -40,7 +43,15 @@ test("the module loads as CommonJS and as an ES module, with the same names", ()
   }
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   assert.deepEqual(manifest.exports["./testing"], { types: "./testing.d.ts", import: "./testing.mjs", default: "./testing.js" });
-  for (const f of ["testing.js", "testing.mjs", "testing.d.ts", "lib/testing.js", "lib/scenario.js"])
+  for (const f of [
+    "testing.js",
+    "testing.mjs",
+    "testing.d.ts",
+    "lib/testing.js",
+    "lib/scenario.js",
+    "lib/fake-options.js",
+    "lib/fake-folder.js",
+  ])
     assert.ok(manifest.files.includes(f), f);
 });
 
@@ -144,6 +155,7 @@ const MISTAKES = [
   ["a method entry that scripts nothing", { methods: [{ method: "state" }] }, "methods[0] (state, every call)", ""],
   ["both result and error", { methods: [{ method: "state", result: {}, error: { code: "x" } }] }, "methods[0] (state, every call)", ""],
   ["nth of zero", { methods: [{ method: "state", nth: 0, result: {} }] }, "methods[0] (state, call 0)", "nth"],
+  ["a method the protocol does not have", { methods: [{ method: "sumbit", result: {} }] }, "methods[0] (sumbit, every call)", "method"],
   ["a bad unscripted", { unscripted: "keyword" }, "", "unscripted"],
   ["a bad format", { format: 2 }, "", "format"],
   ["a field outside the format", { turn: [] }, "", "turn"],
@@ -186,18 +198,127 @@ test("look-around and backreferences, which Rust's regex has not, are refused; R
 });
 
 test("a scenario that is not JSON at all is refused", () => {
-  const e = builderSays({ turns: [{ steps: [{ do: "output", text: 1n }] }] });
-  assert.match(e.message, /^bad scenario: not JSON: /);
+  assert.equal(builderSays(() => {}).message, "bad scenario: not JSON: a function (anonymous), which JSON cannot hold");
   assert.throws(() => checkScenario([]), /bad scenario: must be an object \(the scenario\), not an array/);
 });
 
+const cycle = {};
+cycle.self = cycle;
+// What only JavaScript can see (JSON.stringify drops it, makes it null or
+// {}, or throws): the scenario, the entry and field koma-sim names, the problem.
+const HOST_ONLY = [
+  [
+    "a builder left uncalled",
+    { turns: [{ steps: [step.output("a"), step.stopAnswering] }] },
+    "turns[0] (any text)",
+    "steps[1]",
+    "step.stopAnswering is a function, not a step: call it, as `step.stopAnswering(...)`",
+  ],
+  [
+    "a Set",
+    { turns: [{ match: deploy, steps: [step.tool("t", new Set([1, 2]))] }] },
+    'turns[0] (contains "deploy")',
+    "steps[0].output",
+    "a Set, which JSON cannot hold: give an array",
+  ],
+  [
+    "a Map",
+    { methods: [{ method: "state", result: new Map() }] },
+    "methods[0] (state, every call)",
+    "result",
+    "a Map, which JSON cannot hold: give an object",
+  ],
+  [
+    "a BigInt",
+    { turns: [{ steps: [{ do: "output", text: 1n }] }] },
+    "turns[0] (any text)",
+    "steps[0].text",
+    "a BigInt (1n), which JSON cannot hold: give a number",
+  ],
+  ["NaN", { turns: [{ steps: [step.pause(Number.NaN)] }] }, "turns[0] (any text)", "steps[0].ms", "NaN, which JSON cannot hold"],
+  [
+    "a RegExp",
+    { turns: [{ match: { regex: /^deploy/ }, steps: [] }] },
+    "turns[0]",
+    "match.regex",
+    'a RegExp, which JSON cannot hold: give its source as a string, "^deploy"',
+  ],
+  [
+    "a function in data",
+    { turns: [{ steps: [step.event("e", { "a b": [1, () => {}] })] }] },
+    "turns[0] (any text)",
+    'steps[0].data["a b"][1]',
+    "a function (anonymous), which JSON cannot hold",
+  ],
+  [
+    "undefined in a list",
+    { turns: [{ steps: [step.output("a"), undefined] }] },
+    "turns[0] (any text)",
+    "steps[1]",
+    "undefined, which a JSON list cannot hold",
+  ],
+  [
+    "a cycle",
+    { turns: [{ steps: [step.tool("t", cycle)] }] },
+    "turns[0] (any text)",
+    "steps[0].output.self",
+    "a cycle: this value contains itself",
+  ],
+  ["a symbol", { about: Symbol("x") }, "", "about", "a symbol (Symbol(x)), which JSON cannot hold"],
+];
+
+for (const [what, scenario, entry, field, problem] of HOST_ONLY) {
+  test(`a scenario with ${what}, which JSON cannot hold, is refused, naming the entry and the field in koma-sim's words`, BOUND, () => {
+    const e = builderSays(scenario);
+    assert.deepEqual([e.entry, e.field, e.problem], [entry, field, problem], e.message);
+    assert.equal(e.message, `bad scenario: ${[entry, field, problem].filter(Boolean).join(": ")}`);
+  });
+}
+
+test("a field that is undefined is absent, as in JSON; toJSON() is honoured", () => {
+  const text = checkScenario({ about: undefined, turns: [{ steps: [step.tool("t", { at: new Date(0) })] }] });
+  assert.deepEqual(JSON.parse(text).turns[0].steps[0].output, { at: "1970-01-01T00:00:00.000Z" });
+  assert.equal("about" in JSON.parse(text), false);
+});
+
+test("FakeKoma's options are checked, as new Client's are: an unknown or mistyped one is a TypeError naming it", () => {
+  const cases = [
+    [{ delay: 5 }, "FakeKoma options: unknown option `delay` (did you mean `delayMs`?); the options are: executable, env, delayMs, client"],
+    [{ delayMs: "5" }, 'FakeKoma options: `delayMs` must be an integer of milliseconds >= 0, not "5"'],
+    [{ delayMs: -1 }, "FakeKoma options: `delayMs` must be an integer of milliseconds >= 0, not -1"],
+    [{ env: { A: 1 } }, "FakeKoma options: `env` must be an object of strings, not an object"],
+    [
+      { cwd: "/" },
+      "FakeKoma options: unknown option `cwd` (`cwd` is a client option: `{ client: { cwd } }`); the options are: executable, env, delayMs, client",
+    ],
+    [
+      { client: { helloTimeout: "1s" } },
+      'FakeKoma options: client: `helloTimeout` must be a number of milliseconds >= 0, or null, not "1s"',
+    ],
+    [
+      { client: { executable: SIM } },
+      "FakeKoma options: client: unknown option `executable` (`executable` is an option of the fake, beside `client`); the options are: cwd, trace, helloTimeout",
+    ],
+    [null, "FakeKoma options must be an object, not null"],
+  ];
+  const before = ownFolders();
+  for (const [options, message] of cases) {
+    assert.throws(() => new FakeKoma({}, options), { name: "TypeError", message });
+    assert.throws(() => fakeKoma({ after() {} }, {}, options), { name: "TypeError", message });
+  }
+  assert.equal(ownFolders(), before, "nothing was made");
+  const koma = new FakeKoma({}, { executable: SIM, env: { A: undefined }, delayMs: 0, client: { trace: false, helloTimeout: null } });
+  assert.throws(() => koma.newClient({ timeout: 5 }), /newClient\(options\): unknown option `timeout`/);
+  return koma.close();
+});
+
 test("the builder refuses before anything starts: no folder, no fake, no client", BOUND, () => {
-  const before = readdirSync(tmpdir()).filter((f) => f.startsWith("koma-fake-")).length;
+  const before = ownFolders();
   assert.throws(() => new FakeKoma({ turns: [{ steps: [{ do: "explode" }] }] }, { executable: "/nonexistent/koma-sim" }), ScenarioError);
   assert.throws(() => fakeKoma({ after() {} }, { turns: [{ steps: [{ do: "explode" }] }] }), ScenarioError);
   // The executable is looked up only once the scenario is good (it is not
   // there); the check is @koma/sdk/sim's koma-sim, which has exited.
-  assert.equal(readdirSync(tmpdir()).filter((f) => f.startsWith("koma-fake-")).length, before);
+  assert.equal(ownFolders(), before);
 });
 
 test(
@@ -557,6 +678,70 @@ test("fakeKoma(t, ...) closes the fake when node:test's test ends; FakeKoma opti
   assert.throws(() => inner.newClient(), /closed/);
 });
 
+test("fakeKoma's end of a test returns after every koma-sim of its fakes is reaped", BOUND, async (t) => {
+  const pids = [];
+  await t.test("a test with fakes in the middle of their turns, two clients each", async (t2) => {
+    for (let i = 0; i < 6; i++) {
+      const koma = fake(t2, { turns: [{ times: "always", steps: [step.output("x"), step.pause()] }] });
+      const other = koma.newClient();
+      for (const c of [koma.client, other]) {
+        await c.create({});
+        await c.submit({ text: "go" });
+        pids.push(c.pid);
+      }
+    }
+    assert.equal(childPids().filter((p) => pids.includes(p)).length, 12);
+  });
+  // Right after the test's end: none of them runs, none is a zombie.
+  assert.deepEqual(
+    childPids().filter((p) => pids.includes(p)),
+    [],
+  );
+});
+
+test("a fake's folder left by a test process killed without a handler is removed by the next fake made", BOUND, async (t) => {
+  const { spawn } = await import("node:child_process");
+  const { once } = await import("node:events");
+  /** A Node process that makes a fake, prints its folder, and waits to be killed. */
+  const owner = async () => {
+    const script = `const { FakeKoma } = require(${JSON.stringify(join(root, "testing.js"))});
+      const koma = new FakeKoma({}, { executable: ${JSON.stringify(SIM)} });
+      console.log(koma.dir);
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    t.after(() => child.kill("SIGKILL"));
+    const [line] = await once(child.stdout, "data");
+    return { child, dir: String(line).trim() };
+  };
+  const killed = await owner();
+  const live = await owner();
+  killed.child.kill("SIGKILL");
+  await once(killed.child, "exit");
+  assert.ok(existsSync(killed.dir) && existsSync(live.dir), "no handler ran: the folder is there");
+  const koma = new FakeKoma({}, { executable: SIM });
+  t.after(() => koma.close());
+  assert.equal(existsSync(killed.dir), false, "its owner is gone: removed");
+  assert.ok(existsSync(live.dir), "its owner runs: kept");
+  assert.match(koma.dir, new RegExp(`koma-fake-\\d+-${process.pid}-`), "the folder names its owner");
+  live.child.kill("SIGKILL");
+  await once(live.child, "exit");
+  await new FakeKoma({}, { executable: SIM }).close();
+  assert.equal(existsSync(live.dir), false);
+});
+
+test("newClient(): its koma-sim goes on with the scenario where the first stopped, as after a crash and a resume", BOUND, async (t) => {
+  const koma = fake(t, {
+    turns: [{ steps: [step.output("Working..."), step.crash()] }, { match: { turn: 2 }, steps: [step.output("Done.")] }],
+  });
+  const { session } = await koma.client.create({});
+  assert.equal((await rejection(koma.client.run({ text: "task" }, { onApproval: "deny" }))).code, "transport_failure");
+  const again = koma.newClient();
+  await again.resume({ session });
+  const r = await again.run({ text: "task" }, { onApproval: "deny" });
+  assert.deepEqual([r.turn, r.status, r.output], ["t-2", "completed", "Done."], "turns[1], the second turn of the story");
+  assert.deepEqual(koma.texts(), ["task", "task"]);
+});
+
 test("fakeKoma with vitest's context (onTestFinished); a bad context is refused; newClient and clientOptions", BOUND, async (t) => {
   const finished = [];
   const koma = fakeKoma({ onTestFinished: (fn) => finished.push(fn) }, { turns: [{ steps: [] }] }, { executable: SIM });
@@ -565,6 +750,7 @@ test("fakeKoma with vitest's context (onTestFinished); a bad context is refused;
   assert.deepEqual(Object.keys(koma.clientOptions.env).sort(), [
     "KOMA_SIM_DELAY_MS",
     "KOMA_SIM_HOME",
+    "KOMA_SIM_PROGRESS",
     "KOMA_SIM_RECORD",
     "KOMA_SIM_SCENARIO",
   ]);
@@ -610,6 +796,13 @@ test("docs/testing.md shows the example's files as they are", () => {
   for (const b of blocks) assert.equal(b.body, readFileSync(join(root, b.file), "utf8"), `${b.file} in docs/testing.md`);
 });
 
+test("docs/testing.md's snippet of one story across processes runs as written, in a test", BOUND, async (t) => {
+  const doc = readFileSync(join(root, "docs", "testing.md"), "utf8");
+  const [, body] = /\*\*One story across processes\.\*\*[\s\S]*?```js\n([\s\S]*?)```/.exec(doc);
+  const AsyncFunction = (async () => {}).constructor;
+  await new AsyncFunction("t", "assert", "fakeKoma", "step", body)(t, assert, fake, step);
+});
+
 test("the example's node:test tests pass as written, through koma-sim", { timeout: 120_000 }, () => {
   const env = { ...process.env };
   delete env.KOMA_SIM_PATH;
@@ -621,6 +814,6 @@ test("the example's node:test tests pass as written, through koma-sim", { timeou
     timeout: 110_000,
   });
   assert.equal(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /^# pass 4$/m);
+  assert.match(r.stdout, /^# pass 5$/m);
   assert.match(r.stdout, /^# fail 0$/m);
 });

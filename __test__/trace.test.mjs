@@ -68,17 +68,61 @@ test("a failure is a note on the channel, with the error", { timeout: 30000 }, a
   const failed = seen.filter((m) => m.kind === "failed");
   assert.equal(failed.length, 1);
   assert.match(failed[0].text, /^failed: transport_failure: /);
-  assert.doesNotMatch(failed[0].text, /\n/, "one line");
+  assert.doesNotMatch(failed[0].text, /\n/, "one line: koma wrote nothing on its stderr");
   assert.ok(seen.some((m) => m.kind === "exit" && m.text === "koma was killed by signal 9 (SIGKILL)"));
 });
 
-test("a client made while nobody listens keeps no trace", { timeout: 30000 }, async (t) => {
+test("a failure's note keeps koma's last lines of stderr as lines", { timeout: 30000 }, async (t) => {
+  let client;
+  const seen = listen(t, () => client);
+  client = simClient(t, { faults: "exit_mid_request" });
+  await client.state().catch(() => {});
+  await client.close();
+  const failed = seen.filter((m) => m.kind === "failed");
+  assert.equal(failed.length, 1);
+  const [first, ...tail] = failed[0].text.split("\n");
+  assert.match(first, /^failed: transport_failure: koma exited with code 3 .*; last lines of stderr:$/, failed[0].text);
+  assert.ok(tail.includes("koma-sim: exiting on purpose (exit_mid_request)"), failed[0].text);
+  assert.doesNotMatch(failed[0].text, /\\n/, "no literal \\n");
+});
+
+test("a subscriber that comes after a client was made gets its trace from the client's next call on", { timeout: 30000 }, async (t) => {
   const client = simClient(t);
-  const seen = listen(t, () => client); // subscribed after the client was made
-  await client.create({});
+  const created = await client.create({}); // nobody listens: nothing is kept
+  const seen = listen(t, () => client);
   await client.state();
   await client.close();
-  assert.deepEqual(seen, []);
+  const frames = seen.filter((m) => m.kind === "frame");
+  const i = frames.findIndex((m) => m.direction === "written" && /"method":"state"/.test(m.text));
+  assert.ok(i >= 0, "the next call's request");
+  const id = /"id":"(\d+)"/.exec(frames[i].text)[1];
+  assert.ok(
+    frames.slice(i).some((m) => m.direction === "read" && m.text.startsWith(`{"id":"${id}","result":`)),
+    "and its answer",
+  );
+  // Nothing of the create before (a stderr line of koma's that the client
+  // reads after the subscriber came is what it sees then, and may come).
+  assert.ok(!frames.some((m) => m.text.includes('"method":"create"') || m.text.includes(`"session":"${created.session}","state"`)));
+  assert.deepEqual(
+    seen.filter((m) => !["frame", "stderr"].includes(m.kind)).map((m) => m.kind),
+    ["detach", "exit", "closed"],
+  );
+});
+
+test("a subscriber that comes in the middle of a turn gets the client's trace from its next wake on", { timeout: 30000 }, async (t) => {
+  const client = simClient(t, { delayMs: 20 });
+  await client.create({});
+  let seen;
+  for await (const item of client.turn({ text: "hello there" }, { onApproval: "deny" })) {
+    seen ??= listen(t, () => client); // after the first event, with no call since
+    assert.ok(item);
+  }
+  const read = seen.filter((m) => m.kind === "frame" && m.direction === "read").map((m) => m.text);
+  assert.ok(
+    read.some((text) => /"name":"turn_finished"/.test(text)),
+    JSON.stringify(read),
+  );
+  await client.close();
 });
 
 test("nothing of the trace reaches process.stderr; trace: true writes to fd 2 from native code", { timeout: 60000 }, () => {

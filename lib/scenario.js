@@ -38,26 +38,104 @@ class ScenarioError extends Error {
 const CHECK_OUTPUT = 1 << 20;
 
 /**
+ * The scenario as the JSON koma-sim reads, and the first value in it that
+ * JSON cannot hold, which `JSON.stringify` would drop, turn into `null` or
+ * `{}`, or throw on (a function, such as a step's builder left uncalled; a
+ * symbol; a BigInt; NaN or an infinity; `undefined` in a list; a Map, a Set
+ * or a RegExp; a cycle): its place as a JSON pointer and what it is. Such a
+ * value becomes `null`, so that koma-sim can name its entry and field.
+ * Fields whose value is `undefined` are absent, as in JSON; `toJSON()` is
+ * honoured (a Date is its string).
+ * @param {unknown} scenario
+ * @returns {{json: unknown, mistake: {at: string, problem: string} | undefined}}
+ */
+function plain(scenario) {
+  /** @type {{at: string, problem: string} | undefined} */
+  let mistake;
+  /** @type {Set<object>} */
+  const open = new Set();
+  /**
+   * @param {unknown} v
+   * @param {string} at
+   * @param {boolean} inList
+   * @returns {unknown}
+   */
+  const walk = (v, at, inList) => {
+    if (v !== null && typeof v === "object" && typeof (/** @type {any} */ (v).toJSON) === "function") v = /** @type {any} */ (v).toJSON();
+    const problem =
+      hostOnly(v, inList) ?? (v !== null && typeof v === "object" && open.has(v) ? "a cycle: this value contains itself" : undefined);
+    if (problem !== undefined) {
+      mistake ??= { at, problem };
+      return null;
+    }
+    if (v === null || typeof v !== "object") return v;
+    open.add(v);
+    try {
+      if (Array.isArray(v)) return v.map((x, i) => walk(x, `${at}/${i}`, true));
+      /** @type {Record<string, unknown>} */
+      const out = {};
+      for (const [k, x] of Object.entries(v))
+        if (x !== undefined) out[k] = walk(x, `${at}/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`, false);
+      return out;
+    } finally {
+      open.delete(v);
+    }
+  };
+  const json = walk(scenario, "", false);
+  return { json, mistake };
+}
+
+/**
+ * What a value is, if JSON cannot hold it.
+ * @param {unknown} v
+ * @param {boolean} inList
+ * @returns {string | undefined}
+ */
+function hostOnly(v, inList) {
+  switch (typeof v) {
+    case "function": {
+      const name = Object.entries(step).find(([, f]) => f === v)?.[0];
+      return name
+        ? `step.${name} is a function, not a step: call it, as \`step.${name}(...)\``
+        : `a function (${v.name || "anonymous"}), which JSON cannot hold`;
+    }
+    case "symbol":
+      return `a symbol (${String(v)}), which JSON cannot hold`;
+    case "bigint":
+      return `a BigInt (${v}n), which JSON cannot hold: give a number`;
+    case "number":
+      return Number.isFinite(v) ? undefined : `${v}, which JSON cannot hold`;
+    case "undefined":
+      return inList ? "undefined, which a JSON list cannot hold" : undefined;
+    case "object":
+      if (v instanceof Map) return "a Map, which JSON cannot hold: give an object";
+      if (v instanceof Set) return "a Set, which JSON cannot hold: give an array";
+      if (v instanceof RegExp) return `a RegExp, which JSON cannot hold: give its source as a string, ${JSON.stringify(v.source)}`;
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
  * Check a scenario as koma-sim checks its file (koma-sim `check-scenario`,
  * a process that exits at once: koma-sim is the format's one reader).
  * Returns the scenario's JSON text (what koma-sim is given); throws a
- * ScenarioError naming its first mistake. Fields whose value is `undefined`
- * are absent, as in JSON.
+ * ScenarioError naming its first mistake. A value JSON cannot hold is a
+ * mistake too, named by koma-sim's words for its place (see `plain`).
  * @param {unknown} scenario
  * @returns {string}
  */
 function checkScenario(scenario) {
-  let text;
-  try {
-    text = JSON.stringify(scenario, null, 2);
-  } catch (e) {
-    throw new ScenarioError("", "", `not JSON: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const { json, mistake } = plain(scenario);
+  if (mistake && mistake.at === "") throw new ScenarioError("", "", `not JSON: ${mistake.problem}`);
+  const text = JSON.stringify(json, null, 2);
   if (text === undefined) throw new ScenarioError("", "", `not JSON: ${typeof scenario}`);
   // The package's koma-sim, whatever a fake then runs: the format is its.
   const sim = require("../sim.js").simPath;
-  const r = spawnSync(sim, ["check-scenario"], { input: text, encoding: "utf8", maxBuffer: CHECK_OUTPUT, env: {} });
-  if (r.status === 0) return `${text}\n`;
+  const args = mistake ? ["check-scenario", "--mistake", mistake.at, mistake.problem] : ["check-scenario"];
+  const r = spawnSync(sim, args, { input: text, encoding: "utf8", maxBuffer: CHECK_OUTPUT, env: {} });
+  if (r.status === 0 && !mistake) return `${text}\n`;
   if (r.status === 64) {
     /** @type {{entry?: unknown, field?: unknown, problem?: unknown}} */
     let said = {};

@@ -7,10 +7,11 @@
 // to a test of node:test (`t.after`) or vitest (`onTestFinished`).
 "use strict";
 
-const { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require("node:fs");
-const { tmpdir } = require("node:os");
+const { mkdirSync, readFileSync, rmSync, writeFileSync } = require("node:fs");
 const { join } = require("node:path");
 const { Client } = require("../index.js");
+const { makeFolder } = require("./fake-folder.js");
+const { checkClientOptions, checkOptions } = require("./fake-options.js");
 const { checkScenario, ScenarioError, step } = require("./scenario.js");
 
 /**
@@ -55,11 +56,12 @@ class FakeKoma {
    * @param {FakeKomaOptions} [options]
    */
   constructor(scenario, options = {}) {
+    checkOptions(options);
     const text = checkScenario(scenario);
     const { executable, env = {}, delayMs = 0, client = {} } = options;
     // Looked up after the scenario is checked: a mistake is told first.
     const exe = executable ?? require("../sim.js").simPath;
-    this.dir = mkdtempSync(join(tmpdir(), "koma-fake-"));
+    this.dir = makeFolder();
     this.scenarioPath = join(this.dir, "scenario.json");
     this.recordPath = join(this.dir, "requests.jsonl");
     this.home = join(this.dir, "home");
@@ -70,6 +72,9 @@ class FakeKoma {
       KOMA_SIM_SCENARIO: this.scenarioPath,
       KOMA_SIM_RECORD: this.recordPath,
       KOMA_SIM_HOME: this.home,
+      // Every koma-sim of this fake plays the scenario as one: a second one
+      // goes on where the others are (docs/testing.md, "The fake").
+      KOMA_SIM_PROGRESS: join(this.dir, "progress.json"),
       KOMA_SIM_DELAY_MS: String(delayMs),
     };
     for (const [k, v] of Object.entries(env)) if (v !== undefined) this.env[k] = v;
@@ -80,11 +85,13 @@ class FakeKoma {
 
   /**
    * Another client of the same koma-sim scenario, record and home (a second
-   * process that resumes the session, say); `close()` closes it too.
+   * process that resumes the session, say), whose koma-sim goes on with the
+   * scenario where the others are; `close()` closes it too.
    * @param {{cwd?: string, trace?: boolean, helloTimeout?: number | null}} [options]
    */
   newClient(options = {}) {
     if (this.#closing) throw new Error("FakeKoma: closed");
+    checkClientOptions("newClient(options)", options);
     const client = new Client({ ...this.clientOptions, ...options, env: { ...this.env } });
     this.#clients.push(client);
     return client;

@@ -12,8 +12,9 @@
 // "spawned", "hello", "detach", "exit", "failed", "closed", "dropped",
 // `direction` "written" or "read" for a frame (else null), and `text` the
 // frame's text (escaped, cut at 4 KiB), the stderr line (escaped), or the
-// note's sentence. A client made with no subscriber keeps nothing, and
-// nothing is done here when nobody listens any more.
+// note's sentence. A client made with no subscriber keeps nothing until one
+// comes: from then on (its next call, or its next wake), it keeps its trace
+// too. Nothing is done here per frame when nobody listens.
 "use strict";
 
 /** The channel's name. */
@@ -32,6 +33,22 @@ function traceSubscribed() {
   return channel !== null && channel.hasSubscribers;
 }
 
+/** The clients that keep their trace since a subscriber came after they were made. */
+const following = new WeakSet();
+
+/**
+ * Before a call of `client`: if the channel has a subscriber now, the
+ * client keeps its trace from now on (`keep` is its `__keepTrace`). One
+ * property read when nobody listens.
+ * @param {object} client
+ * @param {() => void} keep
+ */
+function followTrace(client, keep) {
+  if (channel === null || !channel.hasSubscribers || following.has(client)) return;
+  following.add(client);
+  keep.call(client);
+}
+
 /**
  * Publish one wake's records of a client.
  * @param {object | undefined} client
@@ -44,4 +61,4 @@ function publishTrace(client, json) {
   for (const [pid, kind, direction, text] of records) channel.publish({ client, pid, kind, direction, text });
 }
 
-module.exports = { CHANNEL, traceSubscribed, publishTrace };
+module.exports = { CHANNEL, traceSubscribed, publishTrace, followTrace };

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python package's quick start, run with the system python3 (3.10+):
 
-    python3 python/dev.py test          # venv, build, pytest, mypy --strict, the wheel and sdist checks
+    python3 python/dev.py lint          # seconds, no build: ruff, mypy --strict on koma_sdk, schema/'s check and the generated files' stale check
+    python3 python/dev.py test          # venv, build, lint, pytest, mypy --strict, the wheel and sdist checks
     python3 python/dev.py demo          # build, then python/examples/demo.py against koma-sim
     python3 python/dev.py check-sdist   # the sdist check alone
     python3 python/dev.py generate      # the files made from schema/ (needs Node.js; runs npm ci if needed)
@@ -361,7 +362,9 @@ def check_offline_install(wheel: Path) -> None:
             text=True,
         )
         print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stdout)
-        if r.returncode != 0 or not re.search(r"^8 passed", r.stdout.strip().splitlines()[-1], re.M):
+        # Each of its tests under asyncio and trio.
+        expected = 2 * len(re.findall(r"^async def test_", (EXAMPLE / "test_app.py").read_text(), re.M))
+        if r.returncode != 0 or not re.search(rf"^{expected} passed", r.stdout.strip().splitlines()[-1], re.M):
             sys.exit(f"the testing example failed against the installed wheel:\n{r.stdout}{r.stderr}")
 
 
@@ -490,20 +493,35 @@ def generate() -> None:
     generator()
 
 
-def test() -> None:
-    py = ensure_venv()
-    wheel = build(py)
-    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+def lint_checks(py: Path) -> None:
+    """The checks that need no build: schema/ and the files generated from
+    it, ruff (lint and format), and `mypy --strict` on the package, which
+    reads the native module's stub (`_native.pyi`)."""
     step("schema/ is valid, and the files generated from it are up to date (`npm run generate` writes them)")
     generator("--check")
     step("ruff: lint and format (python/; `ruff check --fix` and `ruff format` in python/ fix them)")
     ruff = str(py.parent / "ruff")
     run(ruff, "check", ".", cwd=HERE)
     run(ruff, "format", "--check", ".", cwd=HERE)
+    step("mypy --strict: the package (its native module through the stub _native.pyi)")
+    run(str(py), "-m", "mypy", "--strict", "--cache-dir", str(VENV / ".mypy_cache"), "koma_sdk", cwd=HERE)
+
+
+def lint() -> None:
+    started = time.monotonic()
+    lint_checks(ensure_venv())
+    print(f"\npython lint: passed ({time.monotonic() - started:.1f} s)")
+
+
+def test() -> None:
+    py = ensure_venv()
+    wheel = build(py)
+    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+    lint_checks(py)
     step("pytest python/tests (asyncio and trio)")
     run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "tests"), cwd=ROOT, env=env)
     other_pythons(wheel)
-    step("mypy --strict: the typing usage files and the package")
+    step("mypy --strict: the typing usage files and the example")
     usage = [
         p
         for p in (
@@ -517,7 +535,6 @@ def test() -> None:
         sys.exit("no typing usage file to check (python/tests/typing_usage.py)")
     cache = str(VENV / ".mypy_cache")
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, *map(str, usage), cwd=ROOT)
-    run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "koma_sdk", cwd=HERE)
     run(str(py), "-m", "mypy", "--strict", "--cache-dir", cache, "app.py", "test_app.py", cwd=EXAMPLE)
     step("stubtest: the native module's stub against the module (as installed)")
     with tempfile.TemporaryDirectory(prefix="koma-sdk-stubtest-") as d:  # not python/, whose koma_sdk has no module
@@ -593,10 +610,10 @@ def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "fleet":
         fleet(sys.argv[2:])
         return
-    commands = {"test": test, "demo": demo, "check-sdist": sdist_only, "generate": generate}
+    commands = {"lint": lint, "test": test, "demo": demo, "check-sdist": sdist_only, "generate": generate}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit(
-            "usage: python3 python/dev.py test|demo|check-sdist|generate|fleet (or check-wheel WHEEL, for the release workflow)"
+            "usage: python3 python/dev.py lint|test|demo|check-sdist|generate|fleet (or check-wheel WHEEL, for the release workflow)"
         )
     commands[sys.argv[1]]()
 

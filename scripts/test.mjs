@@ -1,14 +1,14 @@
-// `npm test`: formatting and lints of the Rust code and of the JavaScript
-// (`npm run lint`), the stale check of the files generated from
-// schema/ (and the schemas' check), the arrows between source files (no cycles), cargo tests,
-// the build, a check that the committed binding.js and index.d.ts are what
-// the build generates, `npm run release:dry` on that build, the addon with
-// the `testing` feature (for the tests that inject faults), the Node tests (a
-// count of zero fails), the same again on the portable spawn path
-// (KOMA_SDK_SPAWN=portable, what macOS uses), the testing example under
-// vitest (docs/testing.md), the typings under
-// `tsc --strict`, the type check of lib/, and smoke runs of the benchmark
-// and of the turn workloads.
+// `npm test`: `npm run lint` (formatting and lints of the Rust code and of
+// the JavaScript, the stale check of the files generated from
+// schema/, the arrows between source files (no cycles), the
+// type check of lib/), clippy, cargo tests, the build, a check that the
+// committed binding.js and index.d.ts are what the build generates, `npm run
+// release:dry` on that build, the addon with the `testing` feature (for the
+// tests that inject faults), the Node tests (a count of zero fails), the same
+// again on the portable spawn path (KOMA_SDK_SPAWN=portable, what macOS
+// uses), the testing example under vitest (docs/testing.md), the typings
+// under `tsc --strict`, and smoke runs of the benchmark, of the turn
+// workloads and of koma-sim's session file.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as repo from "./lib/repo.mjs";
@@ -26,17 +26,8 @@ const run = (cmd, args, opts) => {
   }
 };
 
-step("cargo fmt --check");
-run("cargo", ["fmt", "--all", "--check"]);
-
-step("biome check (the JavaScript's formatting and lints: `npm run lint`; `npm run format` fixes the formatting)");
-run(process.execPath, [join(root, "node_modules", "@biomejs", "biome", "bin", "biome"), "check", "--error-on-warnings"]);
-
-step("schema/ is valid, and the files generated from it are up to date (`npm run generate` writes them)");
-run(process.execPath, [join(root, "scripts", "generate.mjs"), "--check"]);
-
-step("the arrows between source files (scripts/check-deps.mjs)");
-run(process.execPath, [join(root, "scripts", "check-deps.mjs")]);
+step("npm run lint (scripts/lint.mjs: Biome, cargo fmt --check, the schema's check and the generated files' stale check, check-deps, tsc on lib/)");
+run(process.execPath, [join(root, "scripts", "lint.mjs")]);
 
 step("cargo clippy (every crate and target, warnings denied)");
 run("cargo", ["clippy", "--release", "--target", host, "--workspace", "--all-targets", "--", "-D", "warnings"]);
@@ -81,12 +72,13 @@ for (const spawn of ["auto", "portable"]) {
 step("the testing example under vitest (examples/testing/vitest)");
 run(process.execPath, [join(root, "node_modules", "vitest", "vitest.mjs"), "run", "--root", root, join("examples", "testing", "vitest")]);
 
-step("typings (tsc --strict), and the type check of lib/ (the package's JavaScript half)");
+step("typings (tsc --strict)");
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("__test__", "types", "tsconfig.json")]);
-run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join("lib", "tsconfig.json")]);
 
 step("benchmark smoke run");
 run(process.execPath, [join(root, "bench", "run.mjs"), "--smoke"]);
 step("turn workloads smoke run (base = new)");
 run(process.execPath, [join(root, "bench", "turns.mjs"), "--smoke"]);
+step("koma-sim's session file smoke run (200 turns in one session)");
+run(process.execPath, [join(root, "bench", "sim-session.mjs"), "--smoke"]);
 console.log(`\n${pass} passed, ${fail} failed`);

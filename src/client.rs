@@ -180,6 +180,14 @@ impl Client {
         self.ctx.conn.phase_name().to_owned()
     }
 
+    /// The client keeps its trace for the `koma-sdk:trace` channel from now
+    /// on (`index.js` calls it before a call when the channel has a
+    /// subscriber the client was made without); not part of the API.
+    #[napi(catch_unwind, js_name = "__keepTrace", skip_typescript)]
+    pub fn keep_trace(&self) {
+        trace::keep(&self.ctx);
+    }
+
     /// Detach if it can (bounded), else end stdin, then SIGTERM, then SIGKILL,
     /// each after a short grace; the child (and the tools it started) are
     /// stopped and reaped. Idempotent. Pending calls get `delivery_unknown`.

@@ -4,7 +4,7 @@
 //! of their own files: the call layer (`call.rs`), delivery (`delivery.rs`),
 //! the streams (`stream.rs`) and the turns (`turn.rs`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -54,14 +54,15 @@ pub struct Ctx {
     pub env: Rc<EnvData>,
     /// Its id among the process's clients (see `wake.rs`).
     pub id: u64,
-    /// Its connection keeps trace records for JavaScript (see `trace.rs`).
-    pub traced: bool,
+    /// Its connection keeps trace records for JavaScript (see `trace.rs`):
+    /// from its making, or from the first wake after a subscriber came.
+    pub traced: Cell<bool>,
     pub state: RefCell<JsState>,
 }
 
 impl Ctx {
     pub fn new(conn: Connection, env: Rc<EnvData>, id: u64, traced: bool) -> Rc<Ctx> {
-        Rc::new(Ctx { conn, env, id, traced, state: RefCell::new(JsState::default()) })
+        Rc::new(Ctx { conn, env, id, traced: Cell::new(traced), state: RefCell::new(JsState::default()) })
     }
 
     /// The Client's own object, unless it was collected.

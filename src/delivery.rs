@@ -57,10 +57,11 @@ type Results = Vec<(Deferred, RawJson)>;
 fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
     let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut results = Results::new();
+        trace::follow_subscribers(js, env, ctxs);
         for ctx in ctxs {
             // Draining first re-arms the client's wake-up, whatever happens while delivering.
             let completions = ctx.conn.drain();
-            if ctx.traced {
+            if ctx.traced.get() {
                 // Published before the answers they show are settled.
                 trace::publish(ctx, js);
             }

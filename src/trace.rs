@@ -1,11 +1,15 @@
 //! The trace records a client's connection keeps for JavaScript, published
 //! on the `koma-sdk:trace` diagnostics channel by `lib/trace.js`. The core
-//! queues them only for a client made while the channel had subscribers;
-//! one wake hands over its records as one JSON text (one `JSON.parse`), and
-//! nothing is done per record in JavaScript unless the channel still has
+//! queues them only for a client made while the channel had subscribers, or
+//! from its first wake after one came (the channel is asked once per wake
+//! while a client of that wake keeps nothing: never per frame); one wake
+//! hands over its records as one JSON text (one `JSON.parse`), and nothing
+//! is done per record in JavaScript unless the channel still has
 //! subscribers.
 
-use koma_transport::TraceRecord;
+use std::rc::Rc;
+
+use koma_transport::{TraceKinds, TraceRecord};
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, Unknown};
 
 use crate::context::Ctx;
@@ -22,6 +26,27 @@ pub fn subscribed(js: Js, env: &EnvData) -> bool {
         let _ = js.take_exception();
         false
     })
+}
+
+/// A subscriber may have come since some of `ctxs` were made: if the
+/// channel has one now, those clients keep their trace from this wake on
+/// (asked once per wake, and only while one of them keeps nothing).
+pub fn follow_subscribers(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
+    if ctxs.iter().all(|c| c.traced.get()) || !subscribed(js, env) {
+        return;
+    }
+    for ctx in ctxs {
+        keep(ctx);
+    }
+}
+
+/// The client keeps its trace from now on (a subscriber came after it was
+/// made: `index.js` asks before each call, and each wake asks above).
+pub fn keep(ctx: &Ctx) {
+    if !ctx.traced.get() {
+        ctx.conn.keep_trace(TraceKinds::ALL);
+        ctx.traced.set(true);
+    }
 }
 
 /// Publish what the client's connection kept since the last wake (called

@@ -15,7 +15,10 @@ export async function runTask(client, text) {
     return `${result.status}: ${result.output}`;
   } catch (err) {
     if (isKomaError(err) && err.code === "remote" && err.remote.code === "busy") return "Koma is busy with another task: try again later.";
-    if (isKomaError(err) && err.code === "transport_failure") return "Koma stopped in the middle of the task.";
+    // Koma ended during the turn, or before it answered the request (which
+    // it may or may not have carried out): either way, the task stopped.
+    if (isKomaError(err) && (err.code === "transport_failure" || err.code === "delivery_unknown"))
+      return "Koma stopped in the middle of the task.";
     throw err;
   }
 }

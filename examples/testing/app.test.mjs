@@ -46,6 +46,15 @@ test("koma crashes in the middle of the task", async (t) => {
   assert.equal(await runTask(koma.client, "refactor"), "Koma stopped in the middle of the task.");
 });
 
+test("koma crashes before it answers the request", async (t) => {
+  const koma = fakeKoma(t, {
+    turns: [{ steps: [step.crash("SIGKILL")] }],
+    methods: [{ method: "submit", delay_ms: 60_000 }],
+  });
+  await koma.client.create({});
+  assert.equal(await runTask(koma.client, "refactor"), "Koma stopped in the middle of the task.");
+});
+
 test("koma is busy", async (t) => {
   const koma = fakeKoma(t, {
     methods: [{ method: "submit", error: { code: "busy", message: "turn t-1 is running", data: { turn: "t-1" } } }],

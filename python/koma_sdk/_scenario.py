@@ -9,7 +9,9 @@ expression is compiled by the regex crate koma-sim uses. `@koma/sdk/testing`
 
 from __future__ import annotations
 
+import enum
 import json
+import math
 import subprocess
 from typing import Any
 
@@ -26,6 +28,9 @@ class ScenarioError(ValueError):
     (submit, call 2)`; empty for a field of the scenario itself), `field`
     the path from it (`steps[1].do`), `problem` what is wrong."""
 
+    # Named where users import it from, in tracebacks and reprs.
+    __module__ = "koma_sdk.testing"
+
     def __init__(self, entry: str, field: str, problem: str) -> None:
         where = ": ".join(p for p in (entry, field) if p)
         super().__init__(f"bad scenario: {where + ': ' if where else ''}{problem}")
@@ -37,26 +42,102 @@ class ScenarioError(ValueError):
 ScenarioError.__module__ = "koma_sdk.testing"  # where a program imports it from, as tracebacks name it
 
 
+class Cycle:
+    """Where a value comes back inside itself (`testing._json` puts one there)."""
+
+
+def _host_only(v: Any) -> str | None:
+    """What a value is, if JSON cannot hold it (None if it can)."""
+    if v is None or isinstance(v, (str, bool, int)):
+        return None
+    if isinstance(v, Cycle):
+        return "a cycle: this value contains itself"
+    if isinstance(v, float):
+        return None if math.isfinite(v) else f"{v}, which JSON cannot hold"
+    if isinstance(v, type):
+        made = v.__module__ == "koma_sdk.testing"
+        if made:
+            return f"{v.__name__} is a class, not a value: make one, as `{v.__name__}(...)`"
+        return f"the class {v.__qualname__}, which JSON cannot hold"
+    if isinstance(v, (set, frozenset)):
+        return "a set, which JSON cannot hold: give a list"
+    if isinstance(v, (bytes, bytearray)):
+        return "bytes, which JSON cannot hold: give a str"
+    if isinstance(v, enum.Enum):
+        return f"{v!r}, which JSON cannot hold"
+    if callable(v):
+        name = getattr(v, "__qualname__", None) or type(v).__name__
+        return f"a function ({name}), which JSON cannot hold"
+    return f"an object of type {type(v).__qualname__}, which JSON cannot hold"
+
+
+def _plain(scenario: Any) -> tuple[Any, tuple[str, str] | None]:
+    """The scenario as the JSON koma-sim reads, and the first value in it
+    that JSON cannot hold (a set, bytes, a class left unmade, a function, a
+    dict key that is not a string, NaN, a cycle): its place as a JSON
+    pointer, and what it is. Such a value becomes None, so that koma-sim can
+    name its entry and field."""
+    mistake: tuple[str, str] | None = None
+    open_: set[int] = set()
+
+    def walk(v: Any, at: str) -> Any:
+        nonlocal mistake
+        if isinstance(v, (dict, list, tuple)):
+            if id(v) in open_:
+                mistake = mistake or (at, "a cycle: this value contains itself")
+                return None
+            open_.add(id(v))
+            try:
+                if isinstance(v, dict):
+                    bad = next((k for k in v if not isinstance(k, str)), _NONE)
+                    if bad is not _NONE:
+                        mistake = mistake or (at, f"a key that is not a string ({bad!r}): JSON's keys are strings")
+                        return None
+                    return {k: walk(x, f"{at}/{k.replace('~', '~0').replace('/', '~1')}") for k, x in v.items()}
+                return [walk(x, f"{at}/{i}") for i, x in enumerate(v)]
+            finally:
+                open_.discard(id(v))
+        problem = _host_only(v)
+        if problem is not None:
+            mistake = mistake or (at, problem)
+            return None
+        return v
+
+    return walk(scenario, ""), mistake
+
+
+_NONE = object()
+
+
+def hide_mistake(info: Any) -> bool:
+    """pytest's `__tracebackhide__` for the frames of the package between a
+    test and the mistake in its scenario or options: hidden for those
+    (`ScenarioError`, `TypeError`, `ValueError`), shown for anything else."""
+    return bool(info.errisinstance((ScenarioError, TypeError, ValueError)))
+
+
 def check(scenario: Any) -> str:
     """Check a scenario (JSON values: dicts, lists, strings, numbers, bools,
     None) as koma-sim checks its file, with the package's koma-sim (whatever
     a fake then runs: the format is its); its JSON text, or a ScenarioError
-    naming its first mistake."""
-    __tracebackhide__ = True  # pytest shows the mistake where the test made the fake
-    try:
-        text = json.dumps(scenario, indent=2, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as e:
-        raise ScenarioError("", "", f"not JSON: {e}") from None
+    naming its first mistake. A value JSON cannot hold is a mistake too,
+    whose entry and field koma-sim names (`check-scenario --mistake`)."""
+    __tracebackhide__ = hide_mistake
+    plain, mistake = _plain(scenario)
+    if mistake is not None and mistake[0] == "":
+        raise ScenarioError("", "", f"not JSON: {mistake[1]}")
+    text = json.dumps(plain, indent=2, allow_nan=False, ensure_ascii=False)
     exe = sim.path()
+    args = [exe, "check-scenario"] + (["--mistake", *mistake] if mistake is not None else [])
     r = subprocess.run(
-        [exe, "check-scenario"],
+        args,
         input=text.encode(),
         capture_output=True,
         env={},
         timeout=_CHECK_TIMEOUT,
         check=False,
     )
-    if r.returncode == 0:
+    if r.returncode == 0 and mistake is None:
         return text + "\n"
     if r.returncode == 64:
         try:

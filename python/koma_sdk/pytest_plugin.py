@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from ._scenario import hide_mistake
 from .testing import FakeKoma, Scenario
 
 __all__ = ["FakeKomaFactory", "fake_koma"]
@@ -52,7 +53,9 @@ def fake_koma(tmp_path: Path) -> Iterator[FakeKomaFactory]:
     made: list[FakeKoma] = []
 
     def make(scenario: Scenario | Mapping[str, Any], **options: Any) -> FakeKoma:
-        __tracebackhide__ = True  # a scenario's mistake shows in the test, not here
+        __tracebackhide__ = hide_mistake  # a mistake in the scenario is shown at the test's line
+        if "dir" in options:
+            raise TypeError("fake_koma(): `dir` is the fixture's own (a folder under the test's tmp_path)")
         koma = FakeKoma(scenario, dir=tmp_path / f"koma-{len(made) + 1}", **options)
         made.append(koma)
         return koma

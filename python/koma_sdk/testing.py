@@ -24,7 +24,6 @@ import enum
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,8 @@ from typing import (
 
 from . import sim
 from ._client import Client
-from ._scenario import ScenarioError, check
+from ._fake_folder import make_folder
+from ._scenario import Cycle, ScenarioError, check, hide_mistake
 from ._surface import Decision
 
 if TYPE_CHECKING:
@@ -119,14 +119,19 @@ def _any(**fields: Any) -> dict[str, Any]:
     return {k: _json(v) for k, v in fields.items() if v is not ABSENT}
 
 
-def _json(v: Any) -> Any:
-    """A value of the format as JSON: the classes below by their `json()`, the rest as it is."""
+def _json(v: Any, _open: frozenset[int] = frozenset()) -> Any:
+    """A value of the format as JSON: the classes below by their `json()`,
+    the rest as it is (what JSON cannot hold is left for the check to name;
+    a cycle, where it comes back)."""
     if isinstance(v, _Part):
         return v.json()
-    if isinstance(v, Mapping):
-        return {k: _json(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json(x) for x in v]
+    if isinstance(v, (Mapping, list, tuple)):
+        if id(v) in _open:
+            return Cycle()
+        inner = _open | {id(v)}
+        if isinstance(v, Mapping):
+            return {k: _json(x, inner) for k, x in v.items()}
+        return [_json(x, inner) for x in v]
     return v
 
 
@@ -402,6 +407,7 @@ def check_scenario(scenario: Scenario | Mapping[str, Any]) -> str:
     """Check a scenario (the classes above, or koma-sim's file as a dict) as
     koma-sim checks its file: its JSON text, or `ScenarioError` naming the
     first mistake (`bad scenario: <entry>: <field>: <problem>`)."""
+    __tracebackhide__ = hide_mistake
     return check(_json(scenario))
 
 
@@ -439,6 +445,10 @@ def read_record(path: str | os.PathLike[str]) -> list[Request]:
 
 # ---------------------------------------------------------------- the fake
 
+#: How long `stop()` waits for a killed koma-sim to be reaped: a bound
+#: against a hang, far above what a kill takes.
+_STOP_LIMIT = 30.0
+
 
 class _ClientOptionsBase(TypedDict):
     executable: str
@@ -451,6 +461,26 @@ class ClientOptions(_ClientOptionsBase, total=False):
     cwd: str | os.PathLike[str]
     trace: bool
     hello_timeout: float | None
+
+
+def _check_options(
+    *, executable: object, env: object, delay_ms: object, dir: object, cwd: object, trace: object
+) -> None:
+    """A fake's options, checked before anything is made (a TypeError
+    naming the option, as `Client` checks its own)."""
+    __tracebackhide__ = hide_mistake
+    paths = {"executable": executable, "dir": dir, "cwd": cwd}
+    for name, value in paths.items():
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TypeError(f"FakeKoma: `{name}` must be a path (a str or os.PathLike), not {value!r}")
+    if trace is not None and not isinstance(trace, bool):
+        raise TypeError(f"FakeKoma: `trace` must be a bool, not {trace!r}")
+    if env is not None and not (
+        isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise TypeError(f"FakeKoma: `env` must be a mapping of str to str, not {env!r}")
+    if isinstance(delay_ms, bool) or not isinstance(delay_ms, int) or delay_ms < 0:
+        raise TypeError(f"FakeKoma: `delay_ms` must be an int of milliseconds >= 0, not {delay_ms!r}")
 
 
 class FakeKoma:
@@ -478,12 +508,20 @@ class FakeKoma:
         trace: bool | None = None,
         hello_timeout: float | None = 15.0,
     ) -> None:
+        __tracebackhide__ = hide_mistake
+        _check_options(executable=executable, env=env, delay_ms=delay_ms, dir=dir, cwd=cwd, trace=trace)
+        if hello_timeout is not None and (
+            isinstance(hello_timeout, bool) or not isinstance(hello_timeout, (int, float)) or not hello_timeout >= 0
+        ):
+            raise TypeError(
+                f"FakeKoma: `hello_timeout` must be a number of seconds >= 0 or None, not {hello_timeout!r}"
+            )
         text = check_scenario(scenario)
         # Looked up after the check: a mistake is told first.
         self.executable: str = os.fspath(executable) if executable is not None else sim.path()
         self._owned = dir is None
         if dir is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="koma-fake-"))
+            self.dir = make_folder()
         else:
             self.dir = Path(dir)
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -493,11 +531,15 @@ class FakeKoma:
         self.home.mkdir(exist_ok=True)
         self.scenario_path.write_text(text, encoding="utf-8")
         self.record_path.unlink(missing_ok=True)  # a record of this fake's own requests
-        #: koma-sim's environment: KOMA_SIM_SCENARIO, KOMA_SIM_RECORD, KOMA_SIM_HOME, KOMA_SIM_DELAY_MS.
+        (self.dir / "progress.json").unlink(missing_ok=True)  # and its own progress
+        #: koma-sim's environment: KOMA_SIM_SCENARIO, KOMA_SIM_RECORD, KOMA_SIM_HOME,
+        #: KOMA_SIM_PROGRESS (every koma-sim of the fake plays the scenario as
+        #: one: a second one goes on where the others are), KOMA_SIM_DELAY_MS.
         self.env: dict[str, str] = {
             "KOMA_SIM_SCENARIO": str(self.scenario_path),
             "KOMA_SIM_RECORD": str(self.record_path),
             "KOMA_SIM_HOME": str(self.home),
+            "KOMA_SIM_PROGRESS": str(self.dir / "progress.json"),
             "KOMA_SIM_DELAY_MS": str(delay_ms),
             **(env or {}),
         }
@@ -515,7 +557,8 @@ class FakeKoma:
 
     def new_client(self) -> Client:
         """Another client of the same scenario, record and home (a second
-        process that resumes the session, say); closed with the fake."""
+        process that resumes the session, say), whose koma-sim goes on with
+        the scenario where the others are; closed with the fake."""
         if self._closed:
             raise RuntimeError("FakeKoma: closed")
         o = self.options
@@ -570,13 +613,19 @@ class FakeKoma:
 
     def stop(self) -> None:
         """Without an event loop (a test's teardown): stop the koma-sim of
-        every client still open at once (killed and reaped, as a client
-        that is collected), then remove the temporary folder."""
+        every client still open at once, and return once each is killed and
+        reaped (and the client's threads are gone), then remove the
+        temporary folder."""
         self._closed = True
         try:
             for client in self._clients:
                 if not client._native.is_closed():
-                    client._finalizer()
+                    client._finalizer()  # killed, and no longer watched by a loop
+            for client in self._clients:
+                if not client._native.kill_and_wait(_STOP_LIMIT):
+                    raise RuntimeError(
+                        f"FakeKoma.stop(): koma-sim (pid {client.pid}) was not reaped within {_STOP_LIMIT} s"
+                    )
         finally:
             self._clients.clear()
             self._remove()

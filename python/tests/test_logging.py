@@ -121,7 +121,21 @@ async def test_a_failure_is_logged_as_a_warning(sim_client: MakeClient, caplog: 
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"[koma_sdk pid {pid}] failed: transport_failure: "), warnings
     assert error.code in ("transport_failure", "delivery_unknown")
-    assert "\n" not in warnings[0], "one line"
+    assert "\n" not in warnings[0], "one line: koma wrote nothing on its stderr"
+
+
+async def test_a_failures_warning_shows_komas_last_lines_of_stderr_as_lines(
+    sim_client: MakeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="koma_sdk")
+    c = sim_client(faults="exit_mid_request")
+    await raises(c.state())
+    await c.close()
+    (warning,) = [r.getMessage() for r in on(caplog, "koma_sdk")]
+    first, *tail = warning.split("\n")
+    assert first.endswith("; last lines of stderr:"), warning
+    assert "    koma-sim: exiting on purpose (exit_mid_request)" in tail, warning
+    assert "\\n" not in warning, "no literal \\n"
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])

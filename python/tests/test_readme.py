@@ -1,7 +1,8 @@
-"""python/README.md is the package's PyPI page: it installs from the index
-first; its first program runs as pasted, against the koma-sim inside the
-installed package, and prints what the page shows it prints; and the page
-points nowhere a reader of PyPI cannot follow."""
+"""python/README.md is the package's PyPI page: it installs from a clone
+while the index has no release, and says so; its first program runs as
+pasted, against the koma-sim inside the installed package, prints what the
+page shows it prints, passes `mypy --strict` and leaves nothing behind; and
+the page points nowhere a reader of PyPI cannot follow."""
 
 from __future__ import annotations
 
@@ -55,11 +56,41 @@ def test_the_readme_program_runs_as_pasted(tmp_path: Path) -> None:
     assert SESSION_ID.sub("<session>", r.stdout) == SESSION_ID.sub("<session>", shown_output())
 
 
-def test_the_readme_installs_from_the_index_first_then_from_a_clone() -> None:
+def test_the_readme_installs_from_a_clone_and_says_the_index_has_no_release_yet() -> None:
     text = README.read_text()
-    index, clone = text.find("pip install koma-sdk\n"), text.find("pip install ./python")
-    assert 0 <= index < clone < text.index("This program runs as pasted"), "index, then clone, then the program"
-    assert text.index("## Install") < index, "under Install"
+    install = text.split("## Install", 1)[1].split("\n## ", 1)[0]
+    first = re.search(r"```sh\n(.*?)```", install, re.S)
+    assert first, "a command under Install"
+    assert "pip install ./python" in first.group(1), "the first commands install from a clone"
+    assert "pip install koma-sdk" not in first.group(1)
+    assert "no release on PyPI yet" in install.split("```", 1)[0], "said before the commands"
+
+
+def test_the_readme_program_is_mypy_strict_clean_and_leaves_no_folder(tmp_path: Path) -> None:
+    program = tmp_path / "first.py"
+    program.write_text(first_program())
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Run with a temporary directory of its own: nothing is left in it.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KOMA_SIM", "KOMA_SDK"))}
+    r = subprocess.run(
+        [sys.executable, str(program)],
+        cwd=tmp_path,
+        env={**env, "TMPDIR": str(tmp)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert list(tmp.iterdir()) == [], "the program leaves nothing in the temporary directory"
 
 
 def test_the_readme_points_nowhere_outside_the_package() -> None:

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import anyio
 import pytest
 
 import koma_sdk.sim
-from helpers import HANG, ROOT, SIM, alive, raises
+from helpers import HANG, ROOT, SIM, alive, child_pids, raises
 from koma_sdk import Client, KomaError
 from koma_sdk.pytest_plugin import FakeKomaFactory
 from koma_sdk.testing import (
@@ -212,6 +213,12 @@ MISTAKES = [
         "",
     ),
     ("nth of zero", Scenario(methods=[MethodAnswer("state", nth=0, result={})]), "methods[0] (state, call 0)", "nth"),
+    (
+        "a method the protocol does not have",
+        Scenario(methods=[MethodAnswer("sumbit", result={})]),
+        "methods[0] (sumbit, every call)",
+        "method",
+    ),
     ("a bad unscripted", {"unscripted": "keyword"}, "", "unscripted"),
     ("a bad format", {"format": 2}, "", "format"),
     ("a field outside the format", {"turn": []}, "", "turn"),
@@ -272,13 +279,148 @@ def test_look_around_and_backreferences_are_refused_and_rusts_own_spellings_take
 
 
 def test_a_scenario_that_is_not_json_is_refused() -> None:
-    e = builder_says({"turns": [{"steps": [{"do": "output", "text": object()}]}]})
-    assert str(e).startswith("bad scenario: not JSON: ")
-    assert str(builder_says({"turns": [{"steps": [{"do": "pause", "ms": float("nan")}]}]})).startswith(
-        "bad scenario: not JSON"
-    )
+    assert str(builder_says({1, 2})) == "bad scenario: not JSON: a set, which JSON cannot hold: give a list"
     with pytest.raises(ScenarioError, match=r"bad scenario: must be an object \(the scenario\), not an array"):
         check_scenario([])  # type: ignore[arg-type]
+
+
+def _cycle() -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    d["self"] = d
+    return d
+
+
+# What only Python can see (json.dumps refuses it, or turns it into something
+# else): the scenario, the entry and field koma-sim names, the problem.
+HOST_ONLY: list[tuple[str, Any, str, str, str]] = [
+    (
+        "a set",
+        Scenario(turns=[ScriptedTurn([Tool("t", {1, 2})], match=Contains("deploy"))]),  # type: ignore[arg-type]
+        'turns[0] (contains "deploy")',
+        "steps[0].output",
+        "a set, which JSON cannot hold: give a list",
+    ),
+    (
+        "a class left unmade",
+        Scenario(turns=[ScriptedTurn([Output("a"), StopAnswering])]),  # type: ignore[list-item]
+        "turns[0] (any text)",
+        "steps[1]",
+        "StopAnswering is a class, not a value: make one, as `StopAnswering(...)`",
+    ),
+    (
+        "bytes",
+        Scenario(methods=[MethodAnswer("state", result=b"x")]),  # type: ignore[arg-type]
+        "methods[0] (state, every call)",
+        "result",
+        "bytes, which JSON cannot hold: give a str",
+    ),
+    (
+        "NaN",
+        {"turns": [{"steps": [{"do": "pause", "ms": float("nan")}]}]},
+        "turns[0] (any text)",
+        "steps[0].ms",
+        "nan, which JSON cannot hold",
+    ),
+    (
+        "a key that is not a string",
+        Scenario(turns=[ScriptedTurn([Event("e", {1: "a"})])]),  # type: ignore[dict-item]
+        "turns[0] (any text)",
+        "steps[0].data",
+        "a key that is not a string (1): JSON's keys are strings",
+    ),
+    (
+        "a function",
+        Scenario(turns=[ScriptedTurn([Event("e", {"a b": [1, len]})])]),  # type: ignore[list-item]
+        "turns[0] (any text)",
+        'steps[0].data["a b"][1]',
+        "a function (len), which JSON cannot hold",
+    ),
+    (
+        "an object",
+        Scenario(turns=[ScriptedTurn([Tool("t", object())])]),  # type: ignore[arg-type]
+        "turns[0] (any text)",
+        "steps[0].output",
+        "an object of type object, which JSON cannot hold",
+    ),
+    (
+        "ABSENT where a value goes",
+        Scenario(turns=[ScriptedTurn([Tool("t", [ABSENT])])]),  # type: ignore[list-item]
+        "turns[0] (any text)",
+        "steps[0].output[0]",
+        "ABSENT, which JSON cannot hold",
+    ),
+    (
+        "a cycle",
+        Scenario(turns=[ScriptedTurn([Tool("t", _cycle())])]),
+        "turns[0] (any text)",
+        "steps[0].output.self",
+        "a cycle: this value contains itself",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "entry", "field", "problem"), [pytest.param(s, e, f, p, id=w) for w, s, e, f, p in HOST_ONLY]
+)
+def test_a_value_json_cannot_hold_is_refused_naming_entry_and_field_in_koma_sims_words(
+    scenario: Any, entry: str, field: str, problem: str
+) -> None:
+    e = builder_says(scenario)
+    assert (e.entry, e.field, e.problem) == (entry, field, problem), str(e)
+    assert str(e) == f"bad scenario: {': '.join(p for p in (entry, field, problem) if p)}"
+
+
+def test_scenario_error_is_named_as_koma_sdk_testing_exports_it() -> None:
+    e = builder_says({"turns": [{"steps": [{"do": "explode"}]}]})
+    assert type(e).__module__ == "koma_sdk.testing"
+    assert f"{type(e).__module__}.{type(e).__qualname__}" == "koma_sdk.testing.ScenarioError"
+    import traceback
+
+    assert traceback.format_exception_only(e)[0].startswith("koma_sdk.testing.ScenarioError: bad scenario: ")
+
+
+def test_fake_komas_options_are_checked_before_anything_is_made(tmp_path: Path) -> None:
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"delay_ms": "5"}, "FakeKoma: `delay_ms` must be an int of milliseconds >= 0, not '5'"),
+        ({"delay_ms": -1}, "FakeKoma: `delay_ms` must be an int of milliseconds >= 0, not -1"),
+        ({"delay_ms": True}, "FakeKoma: `delay_ms` must be an int of milliseconds >= 0, not True"),
+        ({"env": {"A": 1}}, "FakeKoma: `env` must be a mapping of str to str, not {'A': 1}"),
+        ({"executable": 3}, "FakeKoma: `executable` must be a path (a str or os.PathLike), not 3"),
+        ({"trace": "yes"}, "FakeKoma: `trace` must be a bool, not 'yes'"),
+        ({"hello_timeout": -1}, "FakeKoma: `hello_timeout` must be a number of seconds >= 0 or None, not -1"),
+    ]
+    for options, message in bad:
+        with pytest.raises(TypeError) as info:
+            FakeKoma(Scenario(), dir=tmp_path / "k", **options)
+        assert str(info.value) == message
+    with pytest.raises(TypeError, match="unexpected keyword argument 'delay'"):
+        FakeKoma(Scenario(), dir=tmp_path / "k", delay=5)  # type: ignore[call-arg]
+    assert not (tmp_path / "k").exists(), "no folder was made"
+
+
+def test_a_mistake_under_pytest_is_shown_at_the_tests_line_without_the_packages_frames(tmp_path: Path) -> None:
+    source = """
+from koma_sdk.testing import Scenario, ScriptedTurn
+
+def test_it(fake_koma):
+    fake_koma(Scenario(turns=[ScriptedTurn([{"do": "explode"}])]))
+
+def test_options(fake_koma):
+    fake_koma(Scenario(), delay_ms="5")
+
+def test_dir(fake_koma):
+    fake_koma(Scenario(), dir="x")
+"""
+    r = run_pytest(tmp_path, source)
+    assert "3 failed" in r.stdout, r.stdout + r.stderr
+    for said in (
+        "koma_sdk.testing.ScenarioError: bad scenario: turns[0] (any text): steps[0].do: unknown step",
+        "TypeError: FakeKoma: `delay_ms` must be an int",
+        "TypeError: fake_koma(): `dir` is the fixture's own",
+    ):
+        assert re.search(rf"^E +{re.escape(said)}", r.stdout, re.M), r.stdout
+    for frame in ("pytest_plugin.py", "koma_sdk/testing.py", "_scenario.py"):
+        assert frame not in r.stdout, r.stdout
 
 
 def test_the_builder_refuses_before_anything_starts(tmp_path: Path) -> None:
@@ -668,6 +810,7 @@ async def test_options_reach_koma_sim_and_the_client_new_client_and_options(fake
         "KOMA_SIM_DELAY_MS",
         "KOMA_SIM_FAULT",
         "KOMA_SIM_HOME",
+        "KOMA_SIM_PROGRESS",
         "KOMA_SIM_RECORD",
         "KOMA_SIM_SCENARIO",
     ]
@@ -679,12 +822,90 @@ async def test_options_reach_koma_sim_and_the_client_new_client_and_options(fake
     assert len({r.pid for r in koma.requests()}) == 3, "three koma-sims, one record"
 
 
+#: The pids of koma-sim that `test_the_fixtures_end_returns_after_koma_sim_is_reaped` started.
+STARTED: list[int] = []
+
+
+@pytest.fixture
+def reaped_after_fake_koma() -> Iterator[None]:
+    """Set up before `fake_koma`, so torn down right after it: none of the
+    koma-sims its test started is left, running or a zombie."""
+    STARTED.clear()
+    yield
+    assert STARTED, "the test started koma-sims"
+    assert [p for p in child_pids() if p in STARTED] == [], "koma-sim not reaped right after the fixture's end"
+
+
+async def test_the_fixtures_end_returns_after_koma_sim_is_reaped(
+    reaped_after_fake_koma: None, fake_koma: FakeKomaFactory
+) -> None:
+    for _ in range(6):
+        koma = fake(fake_koma, Scenario(turns=[ScriptedTurn([Output("x"), Pause()], times="always")]))
+        for client in (koma.client, koma.new_client()):
+            await client.create()
+            await client.submit("go")
+            assert client.pid is not None
+            STARTED.append(client.pid)
+    assert len([p for p in child_pids() if p in STARTED]) == 12
+
+
+async def test_new_client_goes_on_with_the_scenario_where_the_first_stopped(fake_koma: FakeKomaFactory) -> None:
+    koma = fake(
+        fake_koma,
+        Scenario(
+            turns=[
+                ScriptedTurn([Output("Working..."), Crash()]),
+                ScriptedTurn([Output("Done.")], match=TurnNumber(2)),
+            ]
+        ),
+    )
+    session = (await koma.client.create()).session
+    assert (await raises(koma.client.run("task", on_approval="deny"))).code == "transport_failure"
+    again = koma.new_client()
+    await again.resume(session=session)
+    r = await again.run("task", on_approval="deny")
+    assert (r.turn, r.status, r.output) == ("t-2", "completed", "Done."), "turns[1], the second turn of the story"
+    assert koma.texts() == ["task", "task"]
+
+
 async def test_the_default_executable_is_koma_sdk_sims(tmp_path: Path) -> None:
     async with FakeKoma(Scenario(turns=[ScriptedTurn([Output("hi")])]), dir=tmp_path / "mine") as koma:
         assert koma.executable == koma_sdk.sim.path()
         await koma.client.create()
         assert await out(koma.client, "x") == "hi"
     assert (tmp_path / "mine" / "scenario.json").exists(), "a folder it was given is left in place"
+
+
+def test_a_fakes_folder_left_by_a_process_killed_without_a_handler_is_removed_by_the_next_fake() -> None:
+    owner = (
+        "from koma_sdk.testing import FakeKoma, Scenario\n"
+        f"koma = FakeKoma(Scenario(), executable={SIM!r})\n"
+        "print(koma.dir, flush=True)\n"
+        "import time\n"
+        "time.sleep(3600)\n"
+    )
+
+    def start() -> tuple[subprocess.Popen[str], Path]:
+        p = subprocess.Popen([sys.executable, "-c", owner], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None
+        return p, Path(p.stdout.readline().strip())
+
+    killed, killed_dir = start()
+    live, live_dir = start()
+    try:
+        killed.kill()
+        killed.wait()
+        assert killed_dir.exists() and live_dir.exists(), "no handler ran: the folder is there"
+        koma = FakeKoma(Scenario(), executable=SIM)
+        koma.stop()
+        assert not killed_dir.exists(), "its owner is gone: removed"
+        assert live_dir.exists(), "its owner runs: kept"
+        assert re.match(rf"koma-fake-\d+-{os.getpid()}-", koma.dir.name), "the folder names its owner"
+    finally:
+        live.kill()
+        live.wait()
+    FakeKoma(Scenario(), executable=SIM).stop()
+    assert not live_dir.exists()
 
 
 # ---------------------------------------------------------------- the fixture, under each runner
@@ -704,7 +925,7 @@ def run_pytest(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedP
 
 
 FIXTURE_TEST = """
-import pytest, trio
+import os, pytest, trio
 from koma_sdk.testing import Approval, Scenario, ScriptedTurn
 
 SCENARIO = Scenario(turns=[ScriptedTurn([Approval("deploy")])])
@@ -720,27 +941,32 @@ async def use(fake_koma, close):
 
 {tests}
 
-def running(pid):
-    try:
-        stat = open(f"/proc/{{pid}}/stat").read()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
+def children():
+    # This process's children not yet reaped (running or zombies), from every thread.
+    pids = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            pids += [int(p) for p in open(f"/proc/self/task/{{tid}}/children").read().split()]
+        except OSError:
+            pass
+    return pids
+
+@pytest.fixture
+def reaped():
+    # Set up before fake_koma, so torn down right after it.
+    yield
+    assert [p for p in children() if p in PIDS] == []
 
 def test_zz_every_koma_sim_was_stopped():
-    import time
     assert len(PIDS) == {count}
-    end = time.monotonic() + 20  # a bound on a kill's delivery, not a measure
-    while any(running(p) for p in PIDS):
-        assert time.monotonic() < end, [p for p in PIDS if running(p)]
-        time.sleep(0.02)
+    assert [p for p in children() if p in PIDS] == []
 """
 
 
 def test_the_fixture_is_registered_and_works_under_pytest_asyncio_anyio_and_trio(tmp_path: Path) -> None:
     tests = """
 @pytest.mark.asyncio
-async def test_pytest_asyncio(fake_koma):
+async def test_pytest_asyncio(reaped, fake_koma):
     await use(fake_koma, close=False)
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -748,19 +974,20 @@ def anyio_backend(request):
     return request.param
 
 @pytest.mark.anyio
-async def test_anyio(fake_koma, anyio_backend):
+async def test_anyio(reaped, fake_koma, anyio_backend):
     await use(fake_koma, close=False)
 
 @pytest.mark.anyio
-async def test_anyio_closed_in_the_test(fake_koma, anyio_backend):
+async def test_anyio_closed_in_the_test(reaped, fake_koma, anyio_backend):
     await use(fake_koma, close=True)
 
-def test_plain_trio(fake_koma):
+def test_plain_trio(reaped, fake_koma):
     trio.run(use, fake_koma, False)
 """
     r = run_pytest(tmp_path, FIXTURE_TEST.format(tests=tests, count=6))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "7 passed" in r.stdout, r.stdout
+    assert "error" not in r.stdout, r.stdout  # a teardown that found koma-sim unreaped is an error
 
 
 def test_the_plugin_comes_from_the_packages_entry_point() -> None:
@@ -783,6 +1010,16 @@ def test_the_docs_show_the_examples_files_as_they_are() -> None:
         assert body == (ROOT / file).read_text(), f"{file} in docs/testing-python.md"
 
 
+async def test_the_docs_snippet_of_one_story_across_processes_runs_as_written(fake_koma: FakeKomaFactory) -> None:
+    doc = DOC.read_text()
+    (body,) = re.findall(r"\*\*One story across processes\.\*\*.*?```python\n(.*?)```", doc, re.S)
+    source = "async def snippet(fake_koma):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    scope: dict[str, Any] = {"pytest": pytest, "KomaError": KomaError, "Scenario": Scenario}
+    scope.update(ScriptedTurn=ScriptedTurn, Output=Output, Crash=Crash)
+    exec(compile(source, str(DOC), "exec"), scope)
+    await scope["snippet"](lambda scenario: fake(fake_koma, scenario))
+
+
 def test_the_examples_tests_pass_as_written_under_asyncio_and_trio() -> None:
     env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH" and not k.startswith("PYTEST_")}
     r = subprocess.run(
@@ -794,7 +1031,7 @@ def test_the_examples_tests_pass_as_written_under_asyncio_and_trio() -> None:
         timeout=120,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "8 passed" in r.stdout, r.stdout
+    assert "10 passed" in r.stdout, r.stdout
 
 
 def test_the_readmes_testing_example_runs_as_pasted(tmp_path: Path) -> None:

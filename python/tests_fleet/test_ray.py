@@ -27,7 +27,7 @@ import ray  # noqa: E402
 from ray.exceptions import TaskCancelledError  # noqa: E402
 from tree import become_subreaper, descendants, gone, komas  # noqa: E402
 
-from koma_sdk import KomaError, TurnResult  # noqa: E402
+from koma_sdk import KomaError, TransportFailure, TurnResult  # noqa: E402
 from koma_sdk.sim import path as sim_path  # noqa: E402
 from koma_sdk.testing import Contains, Crash, FakeKoma, Output, Pause, Scenario, ScriptedTurn  # noqa: E402
 
@@ -137,7 +137,7 @@ def test_every_task_is_accounted_for(cluster: Fleet) -> None:
         assert submits[task.text] == 1
     for task in tasks["crash"]:
         e = outcomes[task.id]
-        assert type(e) is KomaError and e.code == "transport_failure", e
+        assert type(e) is TransportFailure and e.code == "transport_failure", e
         assert "SIGKILL" in e.message or "signal" in e.message, e.message
         assert e.result is not None and e.result.output == "Reading the code...", "the turn so far crossed too"
         if sys.version_info >= (3, 11):
@@ -145,7 +145,7 @@ def test_every_task_is_accounted_for(cluster: Fleet) -> None:
         assert submits[task.text] == 1 + RETRIES, "Ray ran it again, then gave up"
         with pytest.raises(KomaError) as raised:  # as ray.get() raises it: RayTaskError(KomaError)
             ray.get(next(ref for ref, task_id in refs.items() if task_id == task.id))
-        assert raised.value.code == "transport_failure" and type(raised.value.cause) is KomaError
+        assert raised.value.code == "transport_failure" and type(raised.value.cause) is TransportFailure
     for task in tasks["flaky"]:
         result = outcomes[task.id]
         assert isinstance(result, TurnResult) and result.status == "completed", result

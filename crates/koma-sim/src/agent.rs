@@ -1,6 +1,6 @@
-//! The deterministic agent: one session, its turns, its queue, its event
-//! log, and its file. Everything here runs under one mutex (`Core`); the
-//! worker thread advances the active turn step by step, request handlers
+//! The deterministic agent: one session (`session`), its turns, its queue,
+//! its event log, and its file (`session_file`). Everything here runs under
+//! one mutex (`Core`); the worker thread advances the active turn step by step, request handlers
 //! change it synchronously. Every event is numbered, logged and sent to the
 //! writer while the mutex is held, so `seq` order is stdout order. A turn's
 //! steps come from the keyword agent (`keyword`) or from a scenario.
@@ -9,40 +9,13 @@ use crate::crash::crash;
 use crate::keyword;
 use crate::output::{Output, EXTRA};
 use crate::scenario::script::{Turns, Unscripted};
-use crate::step::{Ask, Decided, Step};
+use crate::session::{Entry, Pending, Session, Turn};
+use crate::session_file::SessionFile;
+use crate::step::{Ask, Step};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-pub const DEFAULT_MODEL: &str = "sim-1";
-
-/// One entry of a session's event log.
-pub enum Entry {
-    /// An event frame exactly as sent (compact, without terminator).
-    Frame { seq: u64, text: String },
-    /// A `bench_events` run (`turn` None: the turn id "bench"), or a piece of
-    /// a `bench_turn` turn's outputs, kept as a range and regenerated on replay.
-    Bench { first: u64, count: u64, bytes: u64, turn: Option<String> },
-}
-
-/// A tool call waiting for `approve`.
-pub struct Pending {
-    pub approval: String,
-    pub call: String,
-    pub allow: Decided,
-    pub deny: Decided,
-}
-
-pub struct Turn {
-    pub id: String,
-    pub steps: VecDeque<Step>,
-    pub wait: Option<Pending>,
-    pub not_before: Option<Instant>,
-    /// A pause until interrupted (or `stop_answering`).
-    pub hung: bool,
-}
 
 /// Where the steps of a turn about to start come from.
 pub enum Plan {
@@ -55,34 +28,6 @@ pub enum Plan {
     /// No turn of the scenario matches, and unscripted turns are errors:
     /// this message says so.
     Unscripted(String),
-}
-
-pub struct Session {
-    pub id: String,
-    pub model: String,
-    pub cwd: Option<String>,
-    pub next_turn: u64,
-    pub next_call: u64,
-    pub next_approval: u64,
-    pub log: Vec<Entry>,
-    pub active: Option<Turn>,
-    pub queue: VecDeque<String>,
-}
-
-impl Session {
-    pub fn new(id: String, model: Option<String>, cwd: Option<String>) -> Session {
-        Session {
-            id,
-            model: model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-            cwd,
-            next_turn: 0,
-            next_call: 0,
-            next_approval: 0,
-            log: Vec::new(),
-            active: None,
-            queue: VecDeque::new(),
-        }
-    }
 }
 
 pub enum Wake {
@@ -104,14 +49,14 @@ pub struct Core {
     pub home: PathBuf,
     /// Sessions are written to `home` (see `Config::saves`).
     pub saves: bool,
+    /// The session's file, once it was first saved.
+    pub file: Option<SessionFile>,
     /// Bench mode: a turn text `bench_turn N B` streams N outputs of B bytes.
     pub bench: bool,
     /// The `odd_status` switch: every `turn_finished` says `escalated`.
     pub odd_status: bool,
     /// The scenario's turns (`KOMA_SIM_SCENARIO`), if any.
     pub script: Option<Turns>,
-    /// Turns started by this process.
-    pub started: u64,
     /// A scenario's `stop_answering` played: no more events (nor answers).
     pub silent: bool,
 }
@@ -131,8 +76,8 @@ impl Core {
         }
         self.seq += 1;
         let text = event_frame(self.seq, name, &data);
-        if let Some(s) = self.session.as_mut() {
-            s.log.push(Entry::Frame { seq: self.seq, text: text.clone() });
+        if let Some(s) = self.session.as_mut().filter(|_| self.saves) {
+            s.unsaved.push(Entry::Frame { seq: self.seq, text: text.clone() });
         }
         self.out.frame(text);
     }
@@ -168,19 +113,23 @@ impl Core {
     }
 
     /// Where the steps of a turn for `text` would come from, were it to
-    /// start now. A scenario's turn that is chosen is used up by the turn
-    /// that `start_turn` then starts.
+    /// start now. A scenario's entry that is chosen is counted when
+    /// `start_turn` starts the turn.
     pub fn plan(&mut self, text: &str) -> Plan {
         if let Some((count, bytes)) = bench_turn(self.bench, text) {
             return Plan::Bench(count, bytes);
         }
         let Some(script) = self.script.as_mut() else { return Plan::Keyword };
-        match script.choose(self.started + 1, text) {
-            Some((index, steps)) => Plan::Scripted(index, steps),
-            None => match script.unscripted {
+        match script.choose(text) {
+            Ok((index, steps)) => Plan::Scripted(index, steps),
+            Err(why) => match script.unscripted {
                 Unscripted::Agent => Plan::Keyword,
                 Unscripted::Error => {
-                    Plan::Unscripted(format!("no turn of the scenario matches the text {}", json_str(text)))
+                    let mut message = format!("no turn of the scenario matches the text {}", json_str(text));
+                    if let Some(why) = why {
+                        message = format!("{message}: {why}");
+                    }
+                    Plan::Unscripted(message)
                 }
             },
         }
@@ -190,7 +139,12 @@ impl Core {
     /// active).
     pub fn start_turn(&mut self, text: String, plan: Plan) -> String {
         let delay = self.delay_ms;
-        self.started += 1;
+        if let Some(script) = self.script.as_mut() {
+            script.start(match &plan {
+                Plan::Scripted(index, _) => Some(*index),
+                _ => None,
+            });
+        }
         let s = self.session.as_mut().expect("a session");
         s.next_turn += 1;
         let id = format!("t-{}", s.next_turn);
@@ -390,43 +344,23 @@ impl Core {
         self.save();
     }
 
-    /// Writes the session file (atomically: temp file, then rename).
-    pub fn save(&self) {
-        let Some(s) = self.session.as_ref().filter(|_| self.saves) else { return };
-        let mut b = String::with_capacity(256 + s.log.len() * 128);
-        let _ = write!(
-            b,
-            "{{\"format\":1,\"session\":{},\"model\":{},\"cwd\":{},\"next_turn\":{},\"next_call\":{},\"next_approval\":{},\"seq\":{},\"active_turn\":{},\"events\":[",
-            json_str(&s.id),
-            json_str(&s.model),
-            s.cwd.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
-            s.next_turn,
-            s.next_call,
-            s.next_approval,
-            self.seq,
-            s.active.as_ref().map(|t| json_str(&t.id)).unwrap_or_else(|| "null".into()),
-        );
-        for (i, e) in s.log.iter().enumerate() {
-            b.push_str(if i == 0 { "\n" } else { ",\n" });
-            match e {
-                Entry::Frame { text, .. } => b.push_str(text),
-                Entry::Bench { first, count, bytes, turn } => {
-                    let _ = write!(b, "{{\"bench\":{{\"first\":{first},\"count\":{count},\"bytes\":{bytes}");
-                    if let Some(t) = turn {
-                        let _ = write!(b, ",\"turn\":{}", json_str(t));
-                    }
-                    b.push_str("}}");
+    /// Saves the session: what was logged since the last save, and the
+    /// session's numbers, appended to its file (made at the first save).
+    pub fn save(&mut self) {
+        let Some(s) = self.session.as_mut().filter(|_| self.saves) else { return };
+        if self.file.is_none() {
+            match SessionFile::create(&self.home, &s.id) {
+                Ok(f) => self.file = Some(f),
+                Err(e) => {
+                    eprintln!("koma-sim: cannot save session {} in {}: {e}", s.id, self.home.display());
+                    return;
                 }
             }
         }
-        b.push_str("\n]}\n");
-        let path = self.home.join(format!("{}.json", s.id));
-        let tmp = self.home.join(format!(".{}.json.tmp-{}", s.id, std::process::id()));
-        let r = std::fs::create_dir_all(&self.home)
-            .and_then(|_| std::fs::write(&tmp, b.as_bytes()))
-            .and_then(|_| std::fs::rename(&tmp, &path));
-        if let Err(e) = r {
-            eprintln!("koma-sim: cannot save session {} to {}: {e}", s.id, path.display());
+        let file = self.file.as_mut().expect("made above");
+        let entries = std::mem::take(&mut s.unsaved);
+        if let Err(e) = file.append(&entries, s, self.seq) {
+            eprintln!("koma-sim: cannot save session {} to {}: {e}", s.id, file.path().display());
         }
     }
 
@@ -439,15 +373,15 @@ impl Core {
         let first = self.seq + 1;
         self.send_bench(first, count, bytes, 0, turn.as_deref());
         self.seq += count;
-        if let Some(sess) = self.session.as_mut() {
+        if let Some(sess) = self.session.as_mut().filter(|_| self.saves) {
             // A turn's chunks that follow each other are one range in the log.
-            if let Some(Entry::Bench { first: f, count: c, bytes: b, turn: t @ Some(_) }) = sess.log.last_mut() {
+            if let Some(Entry::Bench { first: f, count: c, bytes: b, turn: t @ Some(_) }) = sess.unsaved.last_mut() {
                 if *f + *c == first && *b == bytes && *t == turn {
                     *c += count;
                     return;
                 }
             }
-            sess.log.push(Entry::Bench { first, count, bytes, turn });
+            sess.unsaved.push(Entry::Bench { first, count, bytes, turn });
         }
     }
 
@@ -484,11 +418,11 @@ impl Core {
         }
     }
 
-    /// Re-sends logged events with seq > `after`; returns how many.
-    pub fn replay(&self, after: u64) -> u64 {
-        let Some(s) = &self.session else { return 0 };
+    /// Re-sends the events of a session's `log` with seq > `after`;
+    /// returns how many.
+    pub fn replay(&self, log: &[Entry], after: u64) -> u64 {
         let mut n = 0;
-        for e in &s.log {
+        for e in log {
             match e {
                 Entry::Frame { seq, text } if *seq > after => {
                     self.out.frame(text.clone());
@@ -536,68 +470,6 @@ fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
             return &buf[i..];
         }
     }
-}
-
-pub struct Loaded {
-    pub session: Session,
-    pub seq: u64,
-    pub unfinished: Option<String>,
-}
-
-/// Why a session file could not be loaded: (code, message).
-pub type LoadError = (&'static str, String);
-
-pub fn valid_session_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-pub fn load(home: &std::path::Path, id: &str) -> Result<Loaded, LoadError> {
-    if !valid_session_id(id) {
-        return Err(("unknown_session", format!("no session `{id}`")));
-    }
-    let path = home.join(format!("{id}.json"));
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(("unknown_session", format!("no session `{id}` in {}", home.display())))
-        }
-        Err(e) => return Err(("storage_error", format!("cannot read {}: {e}", path.display()))),
-    };
-    let bad = |what: &str| ("storage_error", format!("{} is corrupt: {what}", path.display()));
-    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
-    let u = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(|| bad(&format!("field `{k}`")));
-    let opt_str = |k: &str| match v.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(bad(&format!("field `{k}`"))),
-    };
-    if v.get("session").and_then(Value::as_str) != Some(id) {
-        return Err(bad("field `session`"));
-    }
-    let model = opt_str("model")?.unwrap_or_else(|| DEFAULT_MODEL.into());
-    let mut s = Session::new(id.to_string(), Some(model), opt_str("cwd")?);
-    s.next_turn = u("next_turn")?;
-    s.next_call = u("next_call")?;
-    s.next_approval = u("next_approval")?;
-    let seq = u("seq")?;
-    let unfinished = opt_str("active_turn")?;
-    for e in v.get("events").and_then(Value::as_array).ok_or_else(|| bad("field `events`"))? {
-        if let Some(b) = e.get("bench") {
-            let g = |k: &str| b.get(k).and_then(Value::as_u64).ok_or_else(|| bad("a bench entry"));
-            let turn = match b.get("turn") {
-                None => None,
-                Some(Value::String(t)) => Some(t.clone()),
-                Some(_) => return Err(bad("a bench entry")),
-            };
-            s.log.push(Entry::Bench { first: g("first")?, count: g("count")?, bytes: g("bytes")?, turn });
-        } else {
-            let eseq = e.get("seq").and_then(Value::as_u64).ok_or_else(|| bad("an event's seq"))?;
-            let name = e.get("name").and_then(Value::as_str).ok_or_else(|| bad("an event's name"))?;
-            let data = e.get("data").cloned().unwrap_or(Value::Null);
-            s.log.push(Entry::Frame { seq: eseq, text: event_frame(eseq, name, &data) });
-        }
-    }
-    Ok(Loaded { session: s, seq, unfinished })
 }
 
 pub fn new_session_id() -> String {

@@ -13,10 +13,8 @@ pub struct Config {
     pub hello_delay_ms: u64,
     pub bench: bool,
     pub home: PathBuf,
-    /// `KOMA_SIM_SAVE=0`: sessions live in memory only. Every save writes the
-    /// whole log, so a session of thousands of turns costs time that grows
-    /// with the square of its length; a test of a long-lived client turns
-    /// saving off.
+    /// `KOMA_SIM_SAVE=0`: sessions live in memory only, and nothing is
+    /// written (a session cannot be resumed).
     pub saves: bool,
     /// `KOMA_SIM_SCENARIO`: the scenario played in place of the keyword agent.
     pub scenario: Option<Scenario>,
@@ -52,7 +50,10 @@ impl Config {
         let scenario = match env_nonempty("KOMA_SIM_SCENARIO") {
             None => None,
             Some(p) => {
-                let s = scenario::load(p.as_ref())?;
+                let mut s = scenario::load(p.as_ref())?;
+                if let Some(progress) = env_nonempty("KOMA_SIM_PROGRESS") {
+                    s.share_progress(progress.into());
+                }
                 eprintln!(
                     "koma-sim: playing the scenario {p} ({} turns, {} method entries)",
                     s.turns.entries.len(),

@@ -6,6 +6,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod agent;
+mod capabilities;
 mod config;
 mod crash;
 mod faults;
@@ -14,6 +15,8 @@ mod output;
 mod record;
 mod scenario;
 mod server;
+mod session;
+mod session_file;
 mod step;
 
 const USAGE: &str = "\
@@ -22,6 +25,11 @@ usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
                               check the scenario on stdin; exit 0 if it is
                               good, else 64 with its first mistake as JSON
                               ({entry, field, problem}) on stdout
+       koma-sim check-scenario --mistake POINTER PROBLEM
+                              a mistake found by the program that built the
+                              scenario on stdin, at POINTER (a JSON pointer):
+                              exit 64 with it as JSON, its entry and field
+                              named as koma-sim names them
        koma-sim --version     print the version
        koma-sim --help        print this help, with the fault switches
 ";
@@ -51,6 +59,8 @@ environment:
                       a mistake in it exits 64, naming the turn and the field
   KOMA_SIM_RECORD     a file that every request read is appended to, one
                       JSON line each ({n, pid, id, method, params})
+  KOMA_SIM_PROGRESS   with a scenario, a file that keeps how far it has
+                      played, shared by every koma-sim given the same path
 
 fault switches (KOMA_SIM_FAULT=name,name,...):
 ";
@@ -69,14 +79,23 @@ fn help() -> String {
 
 /// `koma-sim check-scenario`: the scenario on stdin checked; its first
 /// mistake on stdout as JSON and on stderr as a line, exit 64.
-fn check_scenario() -> ! {
+/// With `mistake` (a pointer and a problem), the mistake is the caller's:
+/// koma-sim names its entry and field.
+fn check_scenario(mistake: Option<(&str, &str)>) -> ! {
     use std::io::Read;
     let mut text = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut text) {
         eprintln!("koma-sim: cannot read the scenario on stdin: {e}");
         std::process::exit(64);
     }
-    match scenario::check(&text) {
+    let found = match mistake {
+        None => scenario::check(&text),
+        Some((pointer, problem)) => {
+            let (entry, field) = scenario::name_place(&text, pointer);
+            Err(scenario::Mistake { entry, field, problem: problem.to_string() })
+        }
+    };
+    match found {
         Ok(()) => std::process::exit(0),
         Err(m) => {
             let json = serde_json::json!({"entry": m.entry, "field": m.field, "problem": m.problem});
@@ -99,7 +118,8 @@ fn main() {
             print!("{}", help());
             std::process::exit(0);
         }
-        ["check-scenario"] => check_scenario(),
+        ["check-scenario"] => check_scenario(None),
+        ["check-scenario", "--mistake", pointer, problem] => check_scenario(Some((pointer, problem))),
         ["sdk", "serve"] => {}
         _ => {
             eprint!("{USAGE}");

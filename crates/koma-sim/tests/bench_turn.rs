@@ -57,9 +57,9 @@ fn bench_turn_streams_n_outputs_between_the_turns_events() {
     let session = std::fs::read_dir(&home)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .find(|n| n.ends_with(".json"))
+        .find(|n| n.ends_with(".jsonl"))
         .unwrap()
-        .trim_end_matches(".json")
+        .trim_end_matches(".jsonl")
         .to_string();
     let mut b = Sim::spawn(&home, &[("KOMA_SIM_BENCH", "1")]);
     b.hello();

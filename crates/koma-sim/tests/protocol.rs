@@ -102,7 +102,7 @@ fn hello_create_and_a_plain_turn() {
     assert_eq!(evs.len(), 4 + outputs);
     assert_eq!(sim.ok("state", json!({}))["status"], "idle");
     sim.detach();
-    assert!(home.join(format!("{session}.json")).exists());
+    assert!(home.join(format!("{session}.jsonl")).exists());
     let _ = std::fs::remove_dir_all(home);
 }
 

@@ -384,8 +384,7 @@ fn methods_get_scripted_answers() {
                 {"method": "state", "nth": 1, "delay_ms": 300},
                 {"method": "state", "nth": 2, "delay_ms": 600000},
                 {"method": "configure", "result": {"ok": true}},
-                {"method": "interrupt", "error": {"code": "nope"}},
-                {"method": "ping", "result": {"pong": true}}
+                {"method": "interrupt", "error": {"code": "nope"}}
             ]
         }),
         &[],
@@ -412,8 +411,6 @@ fn methods_get_scripted_answers() {
     assert_eq!(sim.pending_events(), 0);
     let r = sim.call("interrupt", json!({}));
     assert_eq!(r["error"], json!({"code": "nope", "message": "nope (scripted by the scenario)"}));
-    // A method koma-sim does not have.
-    assert_eq!(sim.ok("ping", json!({})), json!({"pong": true}));
     assert_eq!(sim.ok("submit", json!({"text": "third"}))["turn"], "t-2");
     sim.turn_events("t-2");
     sim.detach();
@@ -428,6 +425,34 @@ fn a_slow_detach_answers_late_then_exits() {
     let started = Instant::now();
     sim.detach();
     assert!(started.elapsed() >= Duration::from_millis(200));
+    let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
+fn a_text_that_only_a_used_up_entry_matches_names_that_entry() {
+    let home = temp_home("sc-used-up");
+    let mut sim = scripted(
+        &home,
+        json!({"turns": [
+            {"match": {"contains": "deploy"}, "times": 2, "steps": [{"do": "output", "text": "ok"}]},
+            {"steps": [{"do": "output", "text": "any"}]}
+        ]}),
+        &[],
+    );
+    play(&mut sim, "deploy a");
+    play(&mut sim, "deploy b");
+    play(&mut sim, "something");
+    let r = sim.call("submit", json!({"text": "deploy c"}));
+    assert_eq!(
+        r["error"]["message"],
+        "no turn of the scenario matches the text \"deploy c\": turns[0] (contains \"deploy\") matches it, but is used up (times 2: it has played 2 turns)"
+    );
+    let r = sim.call("submit", json!({"text": "other"}));
+    assert_eq!(
+        r["error"]["message"],
+        "no turn of the scenario matches the text \"other\": turns[1] (any text) matches it, but is used up (times 1: it has played 1 turn)"
+    );
+    sim.detach();
     let _ = std::fs::remove_dir_all(home);
 }
 
@@ -558,6 +583,9 @@ fn check_with(text: &str) -> (Option<i32>, String, String) {
 fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
     let home = temp_home("sc-bad");
     let steps = "output, tool, approval, pause, event, finish, exit, crash, stop_answering, broken_frame";
+    // The protocol's methods (docs/protocol.md), which hello lists.
+    const METHODS: &str =
+        "create, resume, state, submit, enqueue, interrupt, interrupt_and_submit, approve, detach, configure";
     let cases: &[(&str, String)] = &[
         // An unknown step.
         (
@@ -636,7 +664,8 @@ fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
         (r#"{"turns":[{"steps":[{"do":"broken_frame","line":"a\nb"}]}]}"#, "turns[0] (any text): steps[0].line: must be one line (no line break)".into()),
         (r#"{"methods":[{"method":"state"}]}"#, "methods[0] (state, every call): scripts nothing: give `result`, `error` or `delay_ms`".into()),
         (r#"{"methods":[{"method":"state","result":1,"error":{"code":"x"}}]}"#, "methods[0] (state, every call): has both `result` and `error`; give one".into()),
-        (r#"{"methods":[{"method":"","result":1}]}"#, "methods[0] (, every call): method: must not be empty".into()),
+        (r#"{"methods":[{"method":"","result":1}]}"#, format!("methods[0] (, every call): method: unknown method \"\" (the methods are: {METHODS})")),
+        (r#"{"methods":[{"method":"sumbit","result":1}]}"#, format!("methods[0] (sumbit, every call): method: unknown method \"sumbit\" (the methods are: {METHODS})")),
         // Not JSON.
         (r#"{"turns": ["#, "not JSON: EOF while parsing a list at line 1 column 11".into()),
     ];
@@ -710,5 +739,39 @@ fn the_documented_example_plays_as_written() {
     let evs = sim.events_until(|e| e["name"] == "turn_finished");
     assert_eq!(evs.last().unwrap()["data"]["status"], "failed");
     sim.detach();
+    let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
+fn with_a_shared_progress_a_second_process_goes_on_where_the_first_stopped() {
+    let home = temp_home("sc-progress");
+    let scenario = json!({
+        "turns": [
+            {"steps": [{"do": "output", "text": "first"}, {"do": "crash", "signal": "SIGKILL"}]},
+            {"match": {"turn": 2}, "steps": [{"do": "output", "text": "second"}]}
+        ],
+        "methods": [{"method": "state", "nth": 2, "result": {"scripted": true}}]
+    });
+    let progress = home.join("progress.json");
+    let env = [("KOMA_SIM_PROGRESS", progress.to_str().unwrap())];
+    let mut a = scripted(&home, scenario.clone(), &env);
+    assert_eq!(a.ok("state", json!({}))["status"], "idle");
+    a.ok("submit", json!({"text": "go"}));
+    a.events_until(|e| e["name"] == "output");
+    assert!(a.wait_exit().code().is_none(), "killed by the crash");
+
+    // The second turn of the scenario, and the second `state`, are this one's.
+    let mut b = scripted(&home, scenario.clone(), &env);
+    assert_eq!(b.ok("state", json!({})), json!({"scripted": true}));
+    let evs = play(&mut b, "go");
+    assert_eq!(output_text(&evs), "second");
+    b.detach();
+
+    // Without it, each process plays the scenario from its start.
+    let mut c = scripted(&home, scenario, &[]);
+    assert_eq!(c.ok("state", json!({}))["status"], "idle");
+    c.ok("submit", json!({"text": "go"}));
+    assert_eq!(c.events_until(|e| e["name"] == "output").last().unwrap()["data"]["text"], "first");
+    let _ = c.wait_exit();
     let _ = std::fs::remove_dir_all(home);
 }

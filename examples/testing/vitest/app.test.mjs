@@ -44,6 +44,15 @@ test("koma crashes in the middle of the task", async (context) => {
   expect(await runTask(koma.client, "refactor")).toBe("Koma stopped in the middle of the task.");
 });
 
+test("koma crashes before it answers the request", async (context) => {
+  const koma = fakeKoma(context, {
+    turns: [{ steps: [step.crash("SIGKILL")] }],
+    methods: [{ method: "submit", delay_ms: 60_000 }],
+  });
+  await koma.client.create({});
+  expect(await runTask(koma.client, "refactor")).toBe("Koma stopped in the middle of the task.");
+});
+
 test("koma is busy", async (context) => {
   const koma = fakeKoma(context, {
     methods: [{ method: "submit", error: { code: "busy", message: "turn t-1 is running", data: { turn: "t-1" } } }],

@@ -36,10 +36,7 @@ import ray
 from ray.actor import ActorHandle
 from ray.exceptions import RayTaskError
 
-from koma_sdk import Client, Decision, KomaError, TurnResult
-
-#: The codes a new attempt may fix: koma died, or its pipe broke, in the middle of the task.
-RETRY = frozenset({"transport_failure"})
+from koma_sdk import Client, ClientClosed, Decision, KomaError, TransportFailure, TurnResult
 
 Outcome = TurnResult | KomaError
 
@@ -88,11 +85,11 @@ class Agents:
         self.ended: deque[str] = deque(maxlen=10_000)
         self.closing = False
 
-    @ray.method(retry_exceptions=[KomaError])
+    @ray.method(retry_exceptions=[TransportFailure])
     async def run(self, task: Task) -> Outcome:
         """The task's turn in a session of its own: its result, or the error it ended with."""
         if self.closing:
-            return KomaError("closed", f"task {task.id}: the worker is shutting down")
+            return ClientClosed(f"task {task.id}: the worker is shutting down")
         client = Client(self.executable, cwd=task.cwd, env=self.env)
         self.clients[task.id] = client
         try:
@@ -112,7 +109,7 @@ class Agents:
         except KomaError as e:
             if sys.version_info >= (3, 11):  # where the error happened, in its traceback
                 e.add_note(f"task {task.id} on {socket.gethostname()}, worker pid {os.getpid()}")
-            if e.code in RETRY and not self.closing:
+            if isinstance(e, TransportFailure) and not self.closing:
                 raise  # Ray runs the task again
             return e
         finally:

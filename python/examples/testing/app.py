@@ -19,7 +19,9 @@ async def run_task(client: Client, text: str) -> str:
     except KomaError as e:
         if e.code == "remote" and e.remote is not None and e.remote.code == "busy":
             return "Koma is busy with another task: try again later."
-        if e.code == "transport_failure":
+        # Koma ended during the turn, or before it answered the request
+        # (which it may or may not have carried out): either way, the task stopped.
+        if e.code in ("transport_failure", "delivery_unknown"):
             return "Koma stopped in the middle of the task."
         raise
     return f"{result.status}: {result.output}"

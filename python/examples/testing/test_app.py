@@ -74,6 +74,14 @@ async def test_koma_crashes_in_the_middle_of_the_task(fake_koma: FakeKomaFactory
     assert await run_task(koma.client, "refactor") == "Koma stopped in the middle of the task."
 
 
+async def test_koma_crashes_before_it_answers_the_request(fake_koma: FakeKomaFactory) -> None:
+    koma = fake_koma(
+        Scenario(turns=[ScriptedTurn([Crash("SIGKILL")])], methods=[MethodAnswer("submit", delay_ms=60_000)])
+    )
+    await koma.client.create()
+    assert await run_task(koma.client, "refactor") == "Koma stopped in the middle of the task."
+
+
 async def test_koma_is_busy(fake_koma: FakeKomaFactory) -> None:
     busy = ScriptedError("busy", "turn t-1 is running", data={"turn": "t-1"})
     koma = fake_koma(Scenario(methods=[MethodAnswer("submit", error=busy)]))

@@ -4,9 +4,10 @@
 //! chooses a turn's steps and a request's answer as the run goes.
 
 mod parse;
+mod progress;
 pub mod script;
 
-pub use parse::Mistake;
+pub use parse::{name_place, Mistake};
 use script::Scenario;
 use std::path::Path;
 

@@ -4,6 +4,7 @@
 //! that entry (`steps[2].code`). The tables below are the format's fields;
 //! `scenario.schema.json` says the same, and a test holds the two together.
 
+use crate::capabilities::METHODS;
 use crate::scenario::script::{Matcher, MethodEntry, Methods, Reply, Scenario, TurnEntry, Turns, Unscripted};
 use crate::step::{Ask, Decided, Step};
 use serde_json::{json, Map, Value};
@@ -108,7 +109,7 @@ pub fn parse(text: &str) -> Result<Scenario, Mistake> {
     let mut turn_entries = Vec::new();
     for (i, t) in turns.iter().enumerate() {
         let at = format!("turns[{i}]{}", describe_turn(t));
-        turn_entries.push(turn(t).map_err(|e| Mistake::at(&at, e))?);
+        turn_entries.push(turn(t, &at).map_err(|e| Mistake::at(&at, e))?);
     }
     let mut method_entries = Vec::new();
     for (i, m) in methods.iter().enumerate() {
@@ -139,7 +140,7 @@ fn top(v: &Value) -> Result<(Unscripted, &[Value], &[Value]), String> {
     Ok((unscripted, turns, methods))
 }
 
-fn turn(v: &Value) -> Result<TurnEntry, String> {
+fn turn(v: &Value, label: &str) -> Result<TurnEntry, String> {
     let o = Obj::new(v, "", "a turn", TURN)?;
     o.string("about")?;
     let matcher = match o.get("match") {
@@ -155,7 +156,7 @@ fn turn(v: &Value) -> Result<TurnEntry, String> {
         },
     };
     let steps = steps(o.get("steps").expect("required"), "steps")?;
-    Ok(TurnEntry { matcher, times, steps })
+    Ok(TurnEntry { label: label.to_string(), matcher, times, steps })
 }
 
 fn matcher(v: &Value) -> Result<Matcher, String> {
@@ -322,8 +323,8 @@ fn method(v: &Value) -> Result<MethodEntry, String> {
     let o = Obj::new(v, "", "a method entry", METHOD)?;
     o.string("about")?;
     let method = o.string("method")?.expect("required");
-    if method.is_empty() {
-        return Err("method: must not be empty".into());
+    if !METHODS.contains(&method.as_str()) {
+        return Err(format!("method: unknown method {} (the methods are: {})", quote(&method), METHODS.join(", ")));
     }
     let nth = match o.get("nth") {
         None => None,
@@ -351,6 +352,49 @@ fn method(v: &Value) -> Result<MethodEntry, String> {
         (None, None) => Reply::Real,
     };
     Ok(MethodEntry { method, nth, reply, delay_ms: delay_ms.unwrap_or(0) })
+}
+
+/// The entry and the field of the place `pointer` (a JSON pointer, RFC
+/// 6901: `/turns/0/steps/1`) in a scenario's text, named as a mistake
+/// there would be: (`turns[0] (any text)`, `steps[1]`). For a mistake that
+/// only the program that built the scenario can see (a value JSON cannot
+/// hold, which it replaced with null), so that every mistake is named by
+/// this one reader.
+pub fn name_place(text: &str, pointer: &str) -> (String, String) {
+    let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let tokens: Vec<String> = match pointer.strip_prefix('/') {
+        Some(p) => p.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect(),
+        None => Vec::new(),
+    };
+    let index = |t: Option<&String>| t.and_then(|t| t.parse::<usize>().ok());
+    let (entry, from, rest) = match (tokens.first().map(String::as_str), index(tokens.get(1))) {
+        (Some(list @ ("turns" | "methods")), Some(i)) => {
+            let e = &v[list][i];
+            let about = if list == "turns" { describe_turn(e) } else { describe_method(e) };
+            (format!("{list}[{i}]{about}"), e, &tokens[2..])
+        }
+        _ => (String::new(), &v, &tokens[..]),
+    };
+    let mut field = String::new();
+    let mut at = from;
+    for t in rest {
+        match (at, t.parse::<usize>()) {
+            (Value::Array(a), Ok(i)) => {
+                field.push_str(&format!("[{i}]"));
+                at = a.get(i).unwrap_or(&Value::Null);
+            }
+            _ => {
+                let plain = !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'));
+                match (plain, field.is_empty()) {
+                    (true, true) => field.push_str(t),
+                    (true, false) => field.push_str(&format!(".{t}")),
+                    (false, _) => field.push_str(&format!("[{}]", quote(t))),
+                }
+                at = at.get(t.as_str()).unwrap_or(&Value::Null);
+            }
+        }
+    }
+    (entry, field)
 }
 
 /// ` (contains "fix")`: how a turn is named in a message, from its `match`

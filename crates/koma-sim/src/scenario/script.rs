@@ -1,14 +1,24 @@
 //! A scenario as koma-sim plays it: its turns, each with the texts it
 //! matches and its steps, and its scripted answers to requests, with what
-//! each has used up so far.
+//! each has used up so far (`progress`).
 
+use crate::scenario::progress::Progress;
 use crate::step::Step;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::path::PathBuf;
 
 pub struct Scenario {
     pub turns: Turns,
     pub methods: Methods,
+}
+
+impl Scenario {
+    /// Keep the progress in this file, shared with every koma-sim given it
+    /// (`KOMA_SIM_PROGRESS`).
+    pub fn share_progress(&mut self, file: PathBuf) {
+        self.turns.progress = Progress::new(Some(file.clone()));
+        self.methods.progress = Progress::new(Some(file));
+    }
 }
 
 /// What a turn that no entry matches gets.
@@ -25,7 +35,7 @@ pub enum Unscripted {
 pub enum Matcher {
     /// Any text.
     Any,
-    /// The Nth turn this process starts (1 is the first).
+    /// The Nth turn started (1 is the first).
     Turn(u64),
     /// Exactly this text.
     Text(String),
@@ -48,6 +58,8 @@ impl Matcher {
 }
 
 pub struct TurnEntry {
+    /// How a message names it: `turns[0] (contains "deploy")`.
+    pub label: String,
     pub matcher: Matcher,
     /// How many turns it plays (None: any number).
     pub times: Option<u64>,
@@ -57,26 +69,37 @@ pub struct TurnEntry {
 pub struct Turns {
     pub entries: Vec<TurnEntry>,
     pub unscripted: Unscripted,
-    /// Turns each entry played so far.
-    used: Vec<u64>,
+    progress: Progress,
 }
 
 impl Turns {
     pub fn new(entries: Vec<TurnEntry>, unscripted: Unscripted) -> Turns {
-        Turns { used: vec![0; entries.len()], entries, unscripted }
+        Turns { entries, unscripted, progress: Progress::new(None) }
     }
 
-    /// The first entry, in the order listed, that still has a turn to play
-    /// and matches the `ordinal`th turn of the process with `text`: its
-    /// index and its steps. That turn is counted as played.
-    pub fn choose(&mut self, ordinal: u64, text: &str) -> Option<(usize, Vec<Step>)> {
-        let i = self
-            .entries
-            .iter()
-            .enumerate()
-            .position(|(i, e)| e.times.is_none_or(|t| self.used[i] < t) && e.matcher.matches(ordinal, text))?;
-        self.used[i] += 1;
-        Some((i, self.entries[i].steps.clone()))
+    /// The entry that plays the next turn, given its `text`: the first, in
+    /// the order listed, that still has a turn to play and matches it (its
+    /// index and its steps; `start` counts it). Else, why none does: the
+    /// first entry that matches the text but has played all its turns
+    /// (`turns[0] (any text) matches it, but is used up (times 1: it has
+    /// played 1 turn)`), if one does.
+    pub fn choose(&mut self, text: &str) -> Result<(usize, Vec<Step>), Option<String>> {
+        let counts = self.progress.read();
+        let ordinal = counts.started + 1;
+        let matching = || self.entries.iter().enumerate().filter(|(_, e)| e.matcher.matches(ordinal, text));
+        if let Some((i, e)) = matching().find(|(i, e)| e.times.is_none_or(|t| counts.used(*i) < t)) {
+            return Ok((i, e.steps.clone()));
+        }
+        Err(matching().next().map(|(i, e)| {
+            let used = counts.used(i);
+            let turns = if used == 1 { "turn" } else { "turns" };
+            format!("{} matches it, but is used up (times {used}: it has played {used} {turns})", e.label)
+        }))
+    }
+
+    /// A turn starts: played by entry `entry`, or unscripted (`None`).
+    pub fn start(&mut self, entry: Option<usize>) {
+        self.progress.update(|c| c.start(entry));
     }
 }
 
@@ -101,21 +124,22 @@ pub struct MethodEntry {
 
 pub struct Methods {
     pub entries: Vec<MethodEntry>,
-    /// Requests read so far, by method.
-    seen: HashMap<String, u64>,
+    progress: Progress,
 }
 
 impl Methods {
     pub fn new(entries: Vec<MethodEntry>) -> Methods {
-        Methods { entries, seen: HashMap::new() }
+        Methods { entries, progress: Progress::new(None) }
     }
 
     /// Counts a request of `method` and returns the first entry, in the
     /// order listed, that scripts its answer.
     pub fn take(&mut self, method: &str) -> Option<&MethodEntry> {
-        let n = self.seen.entry(method.to_string()).or_insert(0);
-        *n += 1;
-        let n = *n;
+        let n = self.progress.update(|c| {
+            let n = c.methods.entry(method.to_string()).or_insert(0);
+            *n += 1;
+            *n
+        });
         self.entries.iter().find(|e| e.method == method && e.nth.is_none_or(|k| k == n))
     }
 }

@@ -2,8 +2,8 @@
 //! before it, and sending it.
 
 use crate::agent::json_str;
+use crate::capabilities::{BENCH_METHODS, METHODS};
 use crate::config::Config;
-use crate::server::methods::{BENCH_METHODS, METHODS};
 use crate::server::shared::Shared;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -2,33 +2,18 @@
 //! method, params, session) and carried out under the core lock, and its
 //! answer is sent before the lock is let go.
 
-use crate::agent::{self, Core, Plan, Session};
+use crate::agent::{self, Core, Plan};
+use crate::capabilities::{BENCH_METHODS, METHODS};
 use crate::server::answer::answer;
 use crate::server::params::{check, fields, s, u};
 use crate::server::process;
 use crate::server::rpc::{err, invalid, ok, Req, Res, RpcError};
 use crate::server::shared::Shared;
+use crate::session::Session;
+use crate::session_file::{self, Loaded, SessionFile};
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
-
-/// The protocol-1 methods, in the order hello lists them. A method listed
-/// here and given an arm in [`Methods::dispatch`] is one koma-sim implements.
-pub const METHODS: &[&str] = &[
-    "create",
-    "resume",
-    "state",
-    "submit",
-    "enqueue",
-    "interrupt",
-    "interrupt_and_submit",
-    "approve",
-    "detach",
-    "configure",
-];
-
-/// Methods added to the capabilities with `KOMA_SIM_BENCH=1`.
-pub const BENCH_METHODS: &[&str] = &["bench_events", "bench_blob", "bench_exit", "bench_garbage"];
 
 /// What `bench_garbage` writes in place of its answer (then the terminator).
 pub const GARBAGE_LINE: &[u8] = b"this line is not JSON (bench_garbage)";
@@ -211,17 +196,27 @@ impl Methods {
         }
         let id = s(p, "session").unwrap_or_default();
         let after = u(p, "after").unwrap_or(0);
-        let loaded = match agent::load(&g.home, &id) {
+        let loaded = match session_file::load(&g.home, &id) {
             Ok(l) => l,
             Err((code, msg)) => return self.answer(g, req, Err(err(code, msg))),
         };
-        let saved = loaded.session.log.len();
-        g.seq = loaded.seq;
-        g.session = Some(loaded.session);
+        if g.saves {
+            // A file that cannot be written to is read all the same (the
+            // session goes on unsaved, as a save that fails does).
+            match SessionFile::reopen(&loaded) {
+                Ok(f) => g.file = Some(f),
+                Err(e) => eprintln!("koma-sim: cannot save session {id} to {}: {e}", loaded.path().display()),
+            }
+        }
+        let Loaded { session, log, seq, unfinished, .. } = loaded;
+        let saved = log.len();
+        g.seq = seq;
+        g.session = Some(session);
         let state = g.state_value();
         self.answer(g, req, ok(json!({"session": id, "state": state})));
-        let replayed = g.replay(after);
-        if let Some(t) = loaded.unfinished {
+        let replayed = g.replay(&log, after);
+        drop(log);
+        if let Some(t) = unfinished {
             g.emit(
                 "turn_finished",
                 json!({"turn": t, "status": "failed", "error": "the koma-sim process that ran this turn ended before it finished"}),

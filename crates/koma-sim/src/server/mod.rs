@@ -58,10 +58,10 @@ pub fn run(mut cfg: Config) -> ! {
         delay_ms: cfg.delay_ms,
         home: cfg.home.clone(),
         saves: cfg.saves,
+        file: None,
         bench: cfg.bench,
         odd_status: f.odd_status,
         script: turns,
-        started: 0,
         silent: false,
     };
     let sh = Arc::new(Shared {

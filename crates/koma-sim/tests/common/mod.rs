@@ -58,6 +58,7 @@ impl Sim {
             .env_remove("KOMA_SIM_SAVE")
             .env_remove("KOMA_SIM_SCENARIO")
             .env_remove("KOMA_SIM_RECORD")
+            .env_remove("KOMA_SIM_PROGRESS")
             .env("KOMA_SIM_DELAY_MS", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

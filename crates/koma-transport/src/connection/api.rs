@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::completion::Completion;
 use super::counters::EventCounters;
 use super::link::Link;
-use super::options::ConnectionOptions;
+use super::options::{ConnectionOptions, TraceKinds};
 use super::phase::{closed_error, Phase};
 use super::signals::Stop;
 use super::state::{Scope, Shared};
@@ -253,6 +253,13 @@ impl Connection {
         }
         drop(s);
         self.link.signals.request_stop(Stop::Kill);
+    }
+
+    /// Keep these kinds of trace records for the host from now on, besides
+    /// those its options named (a host whose listener came after the
+    /// connection was made). Records of what happened before are not there.
+    pub fn keep_trace(&self, kinds: TraceKinds) {
+        self.link.trace.keep(kinds);
     }
 
     /// Stop the child's whole group at once (as [`Connection::kill_now`]),

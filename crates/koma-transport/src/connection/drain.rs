@@ -22,6 +22,9 @@ pub(super) async fn drain_stderr(link: Arc<Link>, mut stderr: pipe::Receiver) {
         match stderr.read_buf(&mut buf).await {
             Ok(0) => break,
             Ok(n) => {
+                if lines.is_none() && link.trace.stderr_lines() {
+                    lines = Some(StderrLines::default()); // the host began to keep them
+                }
                 if let Some(lines) = &mut lines {
                     lines.push(&buf[..n], |l| records.extend(link.trace.stderr_line(l)));
                 }

@@ -53,7 +53,6 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
     let mut splitter = LineSplitter::new();
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);
-    let trace = link.trace.frames().then_some(&link.trace);
     let mut traced: Vec<TraceRecord> = Vec::new();
     let panic_on_frame = link.options.panics_in_reader();
     // Until the first line is whole, reading waits for hello at most this long.
@@ -76,6 +75,8 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> 
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return ReadEnd::Io(e),
         };
+        // Asked per read: the host may start keeping frames at any time.
+        let trace = link.trace.frames().then_some(&link.trace);
         let filled = n == buf.capacity();
         let mut lines = Vec::new();
         let too_large = splitter

@@ -5,7 +5,7 @@
 //! queues (under the connection's lock: `TraceQueue`). Off, a frame costs
 //! one branch.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::options::{ConnectionOptions, TraceKinds};
@@ -18,42 +18,68 @@ const FRAME_SHOWN: usize = 4096;
 pub(super) struct Trace {
     /// Print to this process's stderr.
     print: bool,
-    /// What the host gets.
-    kinds: TraceKinds,
-    /// Frames are traced (printed, kept, or both).
-    frames: bool,
+    /// What the host gets ([`TraceKinds`] as bits), which it may widen
+    /// later ([`Trace::keep`]: a subscriber came).
+    kept: AtomicU8,
+    /// What is traced (printed, kept, or both), as bits: one load and one
+    /// branch per frame when the trace is off.
+    traced: AtomicU8,
     label: Arc<str>,
     /// The child's pid once started (0 before).
     pid: AtomicU32,
 }
 
+const FRAMES: u8 = 1;
+const STDERR: u8 = 2;
+const NOTES: u8 = 4;
+
+fn bits(k: TraceKinds) -> u8 {
+    (if k.frames { FRAMES } else { 0 }) | (if k.stderr { STDERR } else { 0 }) | (if k.notes { NOTES } else { 0 })
+}
+
 impl Trace {
     pub fn new(options: &ConnectionOptions) -> Trace {
         let label = if options.label.is_empty() { "koma-transport" } else { options.label.as_str() };
-        let kinds = options.trace_records;
+        let kept = bits(options.trace_records);
+        let printed = if options.trace { FRAMES | STDERR | NOTES } else { 0 };
         Trace {
             print: options.trace,
-            kinds,
-            frames: options.trace || kinds.frames,
+            kept: AtomicU8::new(kept),
+            traced: AtomicU8::new(kept | printed),
             label: escape_text(label, false).into(),
             pid: AtomicU32::new(0),
         }
     }
 
+    /// The host keeps these kinds too from now on (records of what came
+    /// before were not made, and are not there).
+    pub fn keep(&self, kinds: TraceKinds) {
+        self.kept.fetch_or(bits(kinds), Ordering::Relaxed);
+        self.traced.fetch_or(bits(kinds), Ordering::Relaxed);
+    }
+
+    fn is(&self, kind: u8) -> bool {
+        self.traced.load(Ordering::Relaxed) & kind != 0
+    }
+
+    fn kept(&self, kind: u8) -> bool {
+        self.kept.load(Ordering::Relaxed) & kind != 0
+    }
+
     /// Frames are traced: the one branch per frame when the trace is off.
     #[inline]
     pub fn frames(&self) -> bool {
-        self.frames
+        self.is(FRAMES)
     }
 
     /// Whole stderr lines are traced.
     pub fn stderr_lines(&self) -> bool {
-        self.print || self.kinds.stderr
+        self.is(STDERR)
     }
 
     /// Notes are traced.
     pub fn notes(&self) -> bool {
-        self.print || self.kinds.notes
+        self.is(NOTES)
     }
 
     /// The child was started: later records name it by its pid.
@@ -69,12 +95,12 @@ impl Trace {
         if bytes.len() > shown.len() {
             text.push_str(&format!(" … ({} bytes)", bytes.len()));
         }
-        self.emit(self.kinds.frames, Traced::Frame { direction, text })
+        self.emit(self.kept(FRAMES), Traced::Frame { direction, text })
     }
 
     /// One whole line of koma's stderr (invalid UTF-8 shows as U+FFFD).
     pub fn stderr_line(&self, line: &[u8]) -> Option<TraceRecord> {
-        self.emit(self.kinds.stderr, Traced::Stderr(escape_text(&String::from_utf8_lossy(line), false)))
+        self.emit(self.kept(STDERR), Traced::Stderr(escape_text(&String::from_utf8_lossy(line), false)))
     }
 
     /// A note of the connection's life (made only if notes are traced).
@@ -82,7 +108,7 @@ impl Trace {
         if !self.notes() {
             return None;
         }
-        self.emit(self.kinds.notes, what())
+        self.emit(self.kept(NOTES), what())
     }
 
     /// Print the record if asked; give it back if the host keeps this kind.
@@ -125,6 +151,16 @@ mod tests {
         assert_eq!(after.line(), "[koma-transport pid 1234] koma started, pid 1234");
         let only_notes = trace("x", TraceKinds { notes: true, ..TraceKinds::NONE });
         assert!(!only_notes.frames() && only_notes.frame(Direction::Read, b"{}").is_none());
+    }
+
+    #[test]
+    fn a_host_that_keeps_nothing_may_keep_records_later() {
+        let t = trace("x", TraceKinds::NONE);
+        assert!(!t.frames() && !t.stderr_lines() && !t.notes());
+        t.keep(TraceKinds::ALL);
+        assert!(t.frames() && t.stderr_lines() && t.notes());
+        assert_eq!(t.frame(Direction::Read, b"{}").expect("kept now").line(), "[x] <- {}");
+        assert!(t.note(|| Traced::Spawned).is_some());
     }
 
     #[test]

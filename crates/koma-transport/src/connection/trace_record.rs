@@ -104,7 +104,8 @@ impl TraceRecord {
             Traced::Detach { by_close: false } => "detach written".to_owned(),
             Traced::Detach { by_close: true } => "detach written by close()".to_owned(),
             Traced::Exit(how) => format!("koma {how}"),
-            Traced::Failed(e) => format!("failed: {}: {}", e.code, escape_text(&e.message, false)),
+            // Its message may quote koma's last lines of stderr: they stay lines.
+            Traced::Failed(e) => format!("failed: {}: {}", e.code, escape_text(&e.message, true)),
             Traced::Closed => "closed".to_owned(),
             Traced::Dropped(n) => format!("{n} trace records dropped: the host did not take them in time"),
         }
@@ -118,8 +119,9 @@ impl TraceRecord {
         }
     }
 
-    /// The record as one printed line: `[who] -> frame`, `[who] stderr line`,
-    /// `[who] note`.
+    /// The record as printed: `[who] -> frame`, `[who] stderr line`, `[who]
+    /// note`, one line each but for a failure's message, whose lines of
+    /// koma's stderr follow, indented.
     pub fn line(&self) -> String {
         let mut out = format!("[{}] ", self.who());
         match &self.what {
@@ -129,7 +131,7 @@ impl TraceRecord {
             Traced::Stderr(text) => {
                 let _ = write!(out, "stderr {text}");
             }
-            _ => out.push_str(&self.text()),
+            _ => out.push_str(&self.text().replace('\n', "\n    ")),
         }
         out
     }
@@ -166,10 +168,13 @@ mod tests {
     }
 
     #[test]
-    fn a_failure_is_one_escaped_line() {
-        let e = KomaError::new(ErrorCode::TransportFailure, "koma exited; last lines of stderr:\n\x1b[2Jboom");
+    fn a_failure_keeps_the_lines_of_koma_s_stderr_and_escapes_the_rest() {
+        let e = KomaError::new(ErrorCode::TransportFailure, "koma exited; last lines of stderr:\n\x1b[2Jboom\nbye");
         let r = record(Some(1), Traced::Failed(e));
-        assert_eq!(r.text(), "failed: transport_failure: koma exited; last lines of stderr:\\n\\u{1b}[2Jboom");
-        assert!(!r.line().contains('\n'));
+        assert_eq!(r.text(), "failed: transport_failure: koma exited; last lines of stderr:\n\\u{1b}[2Jboom\nbye");
+        assert_eq!(
+            r.line(),
+            "[host pid 1] failed: transport_failure: koma exited; last lines of stderr:\n    \\u{1b}[2Jboom\n    bye"
+        );
     }
 }

@@ -83,10 +83,6 @@ impl Stream {
         !self.queue.is_empty() || self.end.is_some()
     }
 
-    pub fn is_ended(&self) -> bool {
-        self.end.is_some()
-    }
-
     /// Nothing waits here (the end aside).
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
