@@ -26,7 +26,7 @@ const run = (cmd, args, opts) => {
   }
 };
 
-step("npm run lint (scripts/lint.mjs: Biome, cargo fmt --check, the schema's check and the generated files' stale check, check-deps, tsc on lib/)");
+step("npm run lint (scripts/lint.mjs: Biome, cargo fmt --check, schema/'s checks, check-deps, tsc on lib/)");
 run(process.execPath, [join(root, "scripts", "lint.mjs")]);
 
 step("cargo clippy (every crate and target, warnings denied)");
