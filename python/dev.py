@@ -55,6 +55,8 @@ PINS = [
     "auditwheel==6.8.*",
     # the sdist check: sdist, then a wheel from it, each in an isolated env
     "build==1.6.*",
+    # the telemetry tests' in-memory exporters (koma_sdk[otel] needs only the API, which it brings)
+    "opentelemetry-sdk==1.45.*",
 ]
 # What the documented testing example needs beside koma_sdk
 # (python/examples/testing): downloaded once into WHEELHOUSE, from which the

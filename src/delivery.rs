@@ -60,7 +60,7 @@ fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
         for ctx in ctxs {
             // Draining first re-arms the client's wake-up, whatever happens while delivering.
             let completions = ctx.conn.drain();
-            if ctx.traced {
+            if ctx.traced || ctx.telemetry {
                 // Published before the answers they show are settled.
                 trace::publish(ctx, js);
             }

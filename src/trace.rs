@@ -25,10 +25,17 @@ pub fn subscribed(js: Js, env: &EnvData) -> bool {
 }
 
 /// Publish what the client's connection kept since the last wake (called
-/// after its completions were drained, in the same wake).
+/// after its completions were drained, in the same wake); the notes also go
+/// to the client's OpenTelemetry object, if it has one.
 pub fn publish(ctx: &Ctx, js: Js) {
     let records = ctx.conn.take_trace();
     if records.is_empty() {
+        return;
+    }
+    if ctx.telemetry {
+        crate::telemetry::notes(ctx, js, &records);
+    }
+    if !ctx.traced {
         return;
     }
     let published = || -> napi::Result<()> {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// Options of `new Client(...)`.
 #[napi(object, object_to_js = false, object_from_js = false)]
-pub struct ClientOptions {
+pub struct ClientOptions<'e> {
     /// The Koma executable: a name looked up on `PATH`, or a path. It is run as
     /// `<executable> sdk serve`, with no shell.
     pub executable: String,
@@ -34,6 +34,22 @@ pub struct ClientOptions {
     /// fails with `transport_failure` (default 15000); `null`: no bound.
     #[napi(ts_type = "number | null")]
     pub hello_timeout: Option<Option<f64>>,
+    // ---- OpenTelemetry (see docs/tracing.md)
+    /// Trace this client with OpenTelemetry (default `true`): spans and
+    /// metrics when `@opentelemetry/api` is installed and a provider is
+    /// registered or given; `false` turns them off for this client.
+    pub telemetry: Option<bool>,
+    /// The tracer provider of this client's spans (default: the global one,
+    /// if one is registered).
+    #[napi(ts_type = "{ getTracer(name: string, version?: string, options?: object): unknown }")]
+    pub tracer_provider: Option<Object<'e>>,
+    /// The meter provider of this client's metrics (default: the global
+    /// one, if one is registered).
+    #[napi(ts_type = "{ getMeter(name: string, version?: string, options?: object): unknown }")]
+    pub meter_provider: Option<Object<'e>>,
+    /// Record content in spans: the prompt, the output, each tool call's
+    /// input and output (default `false`: none of it is recorded).
+    pub capture_content: Option<bool>,
 }
 
 /// The optional last argument of every method.

@@ -30,7 +30,9 @@ pub(super) struct Trace {
 impl Trace {
     pub fn new(options: &ConnectionOptions) -> Trace {
         let label = if options.label.is_empty() { "koma-transport" } else { options.label.as_str() };
-        let kinds = options.trace_records;
+        let mut kinds = options.trace_records;
+        // A traced client's span is told of its life by the notes.
+        kinds.notes |= options.telemetry.is_some();
         Trace {
             print: options.trace,
             kinds,

@@ -16,15 +16,15 @@ pub(super) struct Value {
     pub lifts: Vec<LiftedString>,
 }
 
-struct ToolCall {
-    call: Option<String>,
-    tool: Option<String>,
-    input: Option<Value>,
-    output: Option<Value>,
-    error: Option<bool>,
+pub(super) struct ToolCall {
+    pub call: Option<String>,
+    pub tool: Option<String>,
+    pub input: Option<Value>,
+    pub output: Option<Value>,
+    pub error: Option<bool>,
     /// Its `tool_result` came (with or without an `output`).
-    done: bool,
-    approval: Option<Decision>,
+    pub done: bool,
+    pub approval: Option<Decision>,
 }
 
 #[derive(Default)]
@@ -51,8 +51,13 @@ impl Collected {
         self.tool_calls.push(ToolCall { call, tool, input, output: None, error: None, done: false, approval: None });
     }
 
+    /// The tool call a `tool_result` naming `call` is for: the first with that id.
+    pub fn find_call(&self, call: Option<&str>) -> Option<usize> {
+        self.tool_calls.iter().position(|c| call.is_some() && c.call.as_deref() == call)
+    }
+
     pub fn tool_result(&mut self, call: Option<&str>, output: Option<Value>, error: Option<bool>) {
-        if let Some(rec) = self.tool_calls.iter_mut().find(|c| call.is_some() && c.call.as_deref() == call) {
+        if let Some(rec) = self.find_call(call).map(|i| &mut self.tool_calls[i]) {
             rec.output = output;
             rec.error = error;
             rec.done = true;
@@ -75,6 +80,21 @@ impl Collected {
         self.status = status;
     }
 
+    // ---- read by a traced turn's record (`super::telemetry`)
+
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.tool_calls
+    }
+
+    /// The status as the result says it.
+    pub fn status(&self) -> &str {
+        self.status.as_deref().unwrap_or("unknown")
+    }
+
+    pub fn output_text(&self) -> String {
+        self.output.to_string_lossy()
+    }
+
     /// The result's JSON: `{turn, status, output, toolCalls, events,
     /// overflowed}` (see `TurnNews::Ended`), the output and the long strings
     /// of the tool calls lifted out.
@@ -84,7 +104,7 @@ impl Collected {
         out.extend_from_slice(b"{\"turn\":");
         json_string_or_null(&mut out, id);
         out.extend_from_slice(b",\"status\":");
-        json_string_or_null(&mut out, Some(self.status.as_deref().unwrap_or("unknown")));
+        json_string_or_null(&mut out, Some(self.status()));
         out.extend_from_slice(b",\"output\":\"\"");
         if !self.output.is_empty() {
             lifts.push(LiftedString { path: vec![Step::Key("output".into())], chars: self.output.into_chars() });

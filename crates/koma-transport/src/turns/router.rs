@@ -26,6 +26,7 @@ use super::effects::{Effects, Send, What};
 use super::event::Event;
 use super::news::TurnNews;
 use super::spec::{Answer, Decision, TurnSpec};
+use super::telemetry::Tracing;
 use super::turn::{Reader, Turn};
 use super::unrouted::{Held, Note, Unrouted};
 use crate::error::KomaError;
@@ -50,6 +51,8 @@ pub struct Turns {
     /// Some approval waits for the host's thread (see [`Turns::decide_unread`]).
     undecided: bool,
     wording: Wording,
+    /// The client is traced: each turn keeps a timeline (`super::telemetry`).
+    pub(super) tracing: Option<Tracing>,
 }
 
 impl Turns {
@@ -285,7 +288,8 @@ impl Turns {
         }
         let send = Send { key, what: What::Submit, method: checked.method, params: checked.params.clone() };
         self.fx.sends.push(send);
-        self.open.push(Turn::new(key, &checked));
+        self.open.push(Turn::new(key, &checked).traced(self.tracing.as_ref(), &checked));
+        // telemetry
     }
 
     /// A request of turn `key` was given `token`.

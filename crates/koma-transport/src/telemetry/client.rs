@@ -1,0 +1,76 @@
+//! What the notes of a client's life do to its span and its metrics. The
+//! host starts the client's span at the call that starts koma (so that
+//! koma can be given its context) and hands each note here: koma's pid and
+//! the start count (spawned), its version (hello), how it exited (exit), the
+//! failure and its count (failed), and the span's end (closed: `close()` is
+//! done, so every note of the client's life came before).
+
+use serde_json::json;
+
+use super::names as n;
+use crate::connection::{TraceRecord, Traced};
+
+/// The record of a note for the client's span (`{attributes?, error?,
+/// message?, end?, metrics?}` as JSON text), or `None` for a record that
+/// does nothing to it (a frame, a stderr line, a detach).
+pub fn client_note(record: &TraceRecord) -> Option<String> {
+    let value = match &record.what {
+        Traced::Spawned => json!({
+            "attributes": {n::PID: record.pid},
+            "metrics": [n::point(n::CLIENT_STARTS, json!(1), json!({}))],
+        }),
+        Traced::Hello { version } => json!({"attributes": {n::VERSION: version}}),
+        Traced::Exit(info) => match (info.code, info.signal) {
+            (Some(code), _) => json!({"attributes": {n::EXIT_CODE: code}}),
+            (None, Some(signal)) => json!({"attributes": {n::EXIT_SIGNAL: signal}}),
+            _ => return None,
+        },
+        Traced::Failed(e) => {
+            let code = e.code.as_str();
+            // The first line: what failed, without koma's stderr after it.
+            let message = e.message.lines().next().unwrap_or_default();
+            json!({
+                "error": code,
+                "message": message,
+                "metrics": [n::point(n::CLIENT_FAILURES, json!(1), json!({n::ERROR_TYPE: code}))],
+            })
+        }
+        Traced::Closed => json!({"end": true}),
+        Traced::Frame { .. } | Traced::Stderr(_) | Traced::Detach { .. } | Traced::Dropped(_) => return None,
+    };
+    Some(value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::child::ExitInfo;
+    use crate::error::{ErrorCode, KomaError};
+
+    fn note(pid: Option<u32>, what: Traced) -> Option<serde_json::Value> {
+        client_note(&TraceRecord { label: "x".into(), pid, what }).map(|t| serde_json::from_str(&t).unwrap())
+    }
+
+    #[test]
+    fn each_note_of_a_life_says_what_it_does_to_the_span() {
+        let spawned = note(Some(42), Traced::Spawned).unwrap();
+        assert_eq!(spawned["attributes"]["process.pid"], 42);
+        assert_eq!(spawned["metrics"][0]["instrument"], "koma.client.starts");
+        assert_eq!(
+            note(Some(42), Traced::Hello { version: "0.4.6".into() }).unwrap()["attributes"]["koma.version"],
+            "0.4.6"
+        );
+        let exit = note(Some(42), Traced::Exit(ExitInfo { code: Some(3), signal: None })).unwrap();
+        assert_eq!(exit["attributes"]["process.exit.code"], 3);
+        let killed = note(Some(42), Traced::Exit(ExitInfo { code: None, signal: Some(9) })).unwrap();
+        assert_eq!(killed["attributes"]["koma.exit.signal"], 9);
+        let e = KomaError::new(ErrorCode::TransportFailure, "koma exited with code 3; last lines of stderr:\nboom");
+        let failed = note(Some(42), Traced::Failed(e)).unwrap();
+        assert_eq!(failed["error"], "transport_failure");
+        assert_eq!(failed["message"], "koma exited with code 3; last lines of stderr:");
+        assert_eq!(failed["metrics"][0]["attributes"]["error.type"], "transport_failure");
+        assert_eq!(note(None, Traced::Closed).unwrap()["end"], true);
+        assert!(note(None, Traced::Detach { by_close: true }).is_none());
+        assert!(note(None, Traced::Stderr("x".into())).is_none());
+    }
+}
