@@ -130,7 +130,9 @@ class Telemetry:
                 kw: dict[str, Any] = {"unit": i["unit"], "description": i["description"]}
                 if i["kind"] == "histogram":
                     try:
-                        h = meter.create_histogram(i["name"], explicit_bucket_boundaries_advisory=i.get("buckets"), **kw)
+                        h = meter.create_histogram(
+                            i["name"], explicit_bucket_boundaries_advisory=i.get("buckets"), **kw
+                        )
                     except TypeError:  # an API before the advice
                         h = meter.create_histogram(i["name"], **kw)
                     self._instruments[i["name"]] = h.record
@@ -182,7 +184,9 @@ class Telemetry:
             return await work
         spec = self._table["call"]
         attributes = {k: method if v == "{method}" else v for k, v in spec["attributes"].items()}
-        span = tracer.start_span(spec["name"].replace("{method}", method), kind=self._kind(spec["kind"]), attributes=attributes)
+        span = tracer.start_span(
+            spec["name"].replace("{method}", method), kind=self._kind(spec["kind"]), attributes=attributes
+        )
         try:
             value = await work
         except BaseException as e:
@@ -226,7 +230,9 @@ class TurnTrace:
         self.span: Any = None
         if t._tracer is not None:
             kind = t._kind(spec["kind"])
-            self.span = t._tracer.start_span(spec["name"], kind=kind, attributes=spec["attributes"], start_time=self._t0)
+            self.span = t._tracer.start_span(
+                spec["name"], kind=kind, attributes=spec["attributes"], start_time=self._t0
+            )
 
     def run(self, fn: Callable[[Any], Any], arg: Any) -> Any:
         """`fn(arg)` in the turn span's context (an approval handler: its own
@@ -269,7 +275,11 @@ class TurnTrace:
             parent = span if s["parent"] is None else made[s["parent"]]
             within = trace.set_span_in_context(parent, self._parent)
             child = t._tracer.start_span(
-                s["name"], context=within, kind=t._kind(s["kind"]), attributes=s["attributes"], start_time=t0 + s["start"]
+                s["name"],
+                context=within,
+                kind=t._kind(s["kind"]),
+                attributes=s["attributes"],
+                start_time=t0 + s["start"],
             )
             t.apply(child, {"error": s["error"]})
             child.end(end_time=t0 + s["end"])

@@ -200,6 +200,9 @@ impl Timeline {
         put(n::TURN_OUTPUTS, json!(self.outputs));
         put(n::TURN_TOOL_CALLS, json!(calls.len()));
         put(n::TURN_OVERFLOWED, json!(collected.overflowed));
+        if let Some(remote) = error.and_then(|e| e.error.remote.as_ref()) {
+            put(n::REMOTE_CODE, json!(remote.code)); // the submit's remote error (`busy`)
+        }
         if self.content {
             if let Some(p) = &self.prompt {
                 let m = json!([{"role": "user", "parts": [{"type": "text", "content": p}]}]);
