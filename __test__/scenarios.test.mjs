@@ -138,11 +138,16 @@ function checkTurnResult(actual, expect, what) {
  */
 function checkSpans(nodes, expected, path) {
   const names = nodes.map((n) => n.name);
-  assert.deepEqual(names, expected.map((e) => e.name), `${path}: the spans under it`);
+  assert.deepEqual(
+    names,
+    expected.map((e) => e.name),
+    `${path}: the spans under it`,
+  );
   expected.forEach((e, i) => {
     const n = nodes[i];
     const here = `${path} > ${e.name}`;
-    for (const [k, v] of Object.entries(e.attributes ?? {})) assert.deepEqual(n.attributes[k], v, `${here}: ${k} in ${JSON.stringify(n.attributes)}`);
+    for (const [k, v] of Object.entries(e.attributes ?? {}))
+      assert.deepEqual(n.attributes[k], v, `${here}: ${k} in ${JSON.stringify(n.attributes)}`);
     assert.equal(n.error, e.error ?? null, `${here}: error.type`);
     checkSpans(n.children, e.children ?? [], here);
   });
@@ -188,7 +193,11 @@ class Runner {
       span.end();
     });
     const roots = this.tracing.tree();
-    assert.deepEqual(roots.map((n) => n.name), ["scenario"], "every span is under the scenario's");
+    assert.deepEqual(
+      roots.map((n) => n.name),
+      ["scenario"],
+      "every span is under the scenario's",
+    );
     checkSpans(roots[0].children, this.scenario.spans, "scenario");
   }
 

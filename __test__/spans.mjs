@@ -88,3 +88,36 @@ export function find(nodes, name) {
   }
   return undefined;
 }
+
+/**
+ * A trace as text, a waterfall: a row per span, indented under its parent,
+ * with a bar on one time axis (`width` characters for the whole trace), its
+ * duration, and the values of `keys` among its attributes (and its
+ * error.type). What docs/tracing.md shows, from exported spans.
+ */
+export function waterfall(nodes, { width = 36, keys = [] } = {}) {
+  const rows = [];
+  const walk = (list, depth) => {
+    for (const n of list) {
+      rows.push({ n, depth });
+      walk(n.children, depth + 1);
+    }
+  };
+  walk(nodes, 0);
+  const t0 = rows.reduce((m, { n }) => (n.start < m ? n.start : m), rows[0].n.start);
+  const t1 = rows.reduce((m, { n }) => (n.end > m ? n.end : m), rows[0].n.end);
+  const span = Number(t1 - t0) || 1;
+  const at = (t) => Math.round((Number(t - t0) / span) * width);
+  const label = (r) => `${"  ".repeat(r.depth)}${r.n.name}`;
+  const wide = Math.max(...rows.map((r) => label(r).length));
+  return rows
+    .map((r) => {
+      const a = Math.min(at(r.n.start), width - 1);
+      const b = Math.max(at(r.n.end), a + 1);
+      const bar = `${" ".repeat(a)}${"█".repeat(b - a)}${" ".repeat(width - b)}`;
+      const ms = `${(Number(r.n.end - r.n.start) / 1e6).toFixed(1)} ms`.padStart(9);
+      const shown = [...keys, "error.type"].filter((k) => r.n.attributes[k] !== undefined).map((k) => `${k}=${r.n.attributes[k]}`);
+      return `${label(r).padEnd(wide)} |${bar}| ${ms}  ${shown.join(" ")}`.trimEnd();
+    })
+    .join("\n");
+}

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { createRequire } from "node:module";
 import { Client, SIM, root, tempHome } from "./helpers.mjs";
 import { api, find, shape, tracing } from "./spans.mjs";
+import { picture } from "./tracing-picture.mjs";
 
 const { FakeKoma } = createRequire(import.meta.url)(join(root, "testing.js"));
 const T = { timeout: 60_000 };
@@ -362,4 +363,37 @@ test("bad telemetry options are invalid_params, naming the option", () => {
   ];
   for (const [options, message] of bad)
     assert.throws(() => new Client({ executable: SIM, ...options }), { code: "invalid_params", message });
+});
+
+test("the picture of docs/tracing.md is drawn from exported spans: a row per span, under its parent", T, async () => {
+  const rows = (await picture()).split("\n");
+  assert.deepEqual(
+    rows.map((r) => r.split("|")[0].trimEnd()),
+    [
+      "POST /deploy",
+      "  koma.client",
+      "  koma create",
+      "  invoke_agent koma",
+      "    execute_tool run_tests",
+      "    execute_tool git_push",
+      "      approval git_push",
+      "  koma close",
+    ],
+  );
+  assert.match(rows[6], /\| +\d+\.\d ms  koma\.approval\.decision=allow koma\.approval\.answered_by=handler$/);
+});
+
+test("examples/tracing.mjs prints its request's trace with koma's spans in it (the console exporter)", T, () => {
+  const r = spawnSync(process.execPath, ["examples/tracing.mjs"], { cwd: root, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  for (const name of [
+    "handle request",
+    "koma.client",
+    "koma create",
+    "invoke_agent koma",
+    "execute_tool write_file",
+    "approval write_file",
+  ])
+    assert.ok(r.stdout.includes(`name: '${name}'`), `${name} in ${r.stdout}`);
+  assert.match(r.stdout, /^turn t-1: completed$/m);
 });

@@ -103,3 +103,40 @@ def find(nodes: list[Node], name: str) -> Node | None:
         if inner is not None:
             return inner
     return None
+
+
+def waterfall(nodes: list[Node], *, width: int = 36, keys: tuple[str, ...] = ()) -> str:
+    """A trace as text, a waterfall: a row per span, indented under its
+    parent, with a bar on one time axis (`width` characters for the whole
+    trace), its duration, and the values of `keys` among its attributes (and
+    its error.type). What docs/tracing-python.md shows, from exported spans."""
+    rows: list[tuple[Node, int]] = []
+
+    def walk(ns: list[Node], depth: int) -> None:
+        for n in ns:
+            rows.append((n, depth))
+            walk(n.children, depth + 1)
+
+    walk(nodes, 0)
+    t0 = min(n.start for n, _ in rows)
+    t1 = max(n.end for n, _ in rows)
+    total = (t1 - t0) or 1
+
+    def at(t: int) -> int:
+        return round((t - t0) / total * width)
+
+    labels = ["  " * d + n.name for n, d in rows]
+    wide = max(len(label) for label in labels)
+    out = []
+    for (n, _), label in zip(rows, labels, strict=True):
+        a = min(at(n.start), width - 1)
+        b = max(at(n.end), a + 1)
+        bar = " " * a + "█" * (b - a) + " " * (width - b)
+        ms = f"{(n.end - n.start) / 1e6:.1f} ms".rjust(9)
+        shown = [f"{k}={_text(n.attributes[k])}" for k in (*keys, "error.type") if k in n.attributes]
+        out.append(f"{label.ljust(wide)} |{bar}| {ms}  {' '.join(shown)}".rstrip())
+    return "\n".join(out)
+
+
+def _text(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)

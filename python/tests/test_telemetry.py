@@ -17,8 +17,9 @@ import anyio.lowlevel
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
+from tracing_picture import picture
 
-from helpers import SIM, raises
+from helpers import ROOT, SIM, raises
 from koma_sdk import Client, KomaError
 from koma_sdk.testing import FakeKoma
 from spans import Node, Tracing, find, shape
@@ -371,3 +372,34 @@ def test_bad_telemetry_options_are_invalid_params_naming_the_option() -> None:
             Client(SIM, **options)
         assert info.value.code == "invalid_params"
         assert message in info.value.message
+
+
+async def test_the_picture_of_the_docs_is_drawn_from_exported_spans() -> None:
+    rows = (await picture()).split("\n")
+    assert [r.split("|")[0].rstrip() for r in rows] == [
+        "POST /deploy",
+        "  koma.client",
+        "  koma create",
+        "  invoke_agent koma",
+        "    execute_tool run_tests",
+        "    execute_tool git_push",
+        "      approval git_push",
+        "  koma close",
+    ]
+    assert rows[6].endswith("koma.approval.decision=allow koma.approval.answered_by=handler")
+
+
+def test_the_tracing_example_prints_its_requests_trace_with_komas_spans_in_it() -> None:
+    example = ROOT / "python" / "examples" / "tracing.py"
+    r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    for name in (
+        "handle request",
+        "koma.client",
+        "koma create",
+        "invoke_agent koma",
+        "execute_tool write_file",
+        "approval write_file",
+    ):
+        assert f'"name": "{name}"' in r.stdout, r.stdout
+    assert "turn t-1: completed" in r.stdout
