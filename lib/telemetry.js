@@ -105,9 +105,8 @@ function meterFrom(/** @type {Api} */ a, /** @type {any} */ given, /** @type {st
  * @param {object} client
  * @param {object | undefined} tracerProvider
  * @param {object | undefined} meterProvider
- * @param {boolean} content
  */
-function makeTelemetry(client, tracerProvider, meterProvider, content) {
+function makeTelemetry(client, tracerProvider, meterProvider) {
   if (tracerProvider === undefined && meterProvider === undefined && !registered()) return undefined;
   const a = api();
   if (a === null || hooks === undefined) return undefined;
@@ -116,21 +115,27 @@ function makeTelemetry(client, tracerProvider, meterProvider, content) {
   const meter = meterFrom(a, meterProvider, version);
   if (tracer === undefined && meter === undefined) return undefined;
   table ??= /** @type {Table} */ (JSON.parse(hooks.table()));
-  const t = new Telemetry(a, table, tracer, meter, content);
+  const t = new Telemetry(a, table, tracer, meter);
   byClient.set(client, t);
   any = true;
   return t;
 }
 
+/** `Date.now() - performance.now()`, taken once (see `now()`). @type {number | undefined} */
+let anchor;
+
 /**
  * Now, in epoch milliseconds with a fraction, for every time of this file's
- * spans: the clock the SDK measures durations with, so that a turn's child
- * spans (the core's times added to the turn's start) fall inside it. (A
- * time given as a number this large is taken as it is; the SDK's own
- * default start, `Date.now()`, is whole milliseconds.)
+ * spans: the wall clock (`Date.now()`, which the SDK starts its own spans
+ * at), read once, then carried on by the monotonic `performance.now()`, so
+ * that the spans of a client and of its turns are in order to the
+ * microsecond and a turn's child spans (the core's times added to the turn's
+ * start) fall inside it. (`performance.timeOrigin` can be tens of
+ * milliseconds off the wall clock early in a process.)
  */
 function now() {
-  return performance.timeOrigin + performance.now();
+  anchor ??= Date.now() - performance.now();
+  return anchor + performance.now();
 }
 
 /** The first line of a message (an error's carries koma's stderr after it). */
@@ -144,13 +149,11 @@ class Telemetry {
    * @param {Table} t
    * @param {Tracer | undefined} tracer
    * @param {Meter | undefined} meter
-   * @param {boolean} content
    */
-  constructor(a, t, tracer, meter, content) {
+  constructor(a, t, tracer, meter) {
     this.api = a;
     this.table = t;
     this.tracer = tracer;
-    this.content = content;
     /** Each instrument's `record`/`add`, by name. @type {Map<string, (value: number, attributes: Attributes) => void>} */
     this.instruments = new Map();
     if (meter !== undefined) {

@@ -101,7 +101,7 @@ impl Client {
         let content = given.capture_content.unwrap_or(false);
         let tracer_provider = given.tracer_provider;
         let meter_provider = given.meter_provider;
-        let wanted = telemetry::Wanted { tracer_provider, meter_provider, content };
+        let wanted = telemetry::Wanted { tracer_provider, meter_provider };
         let telemetry =
             if given.telemetry == Some(false) { None } else { telemetry::make(js, &env_data, &this, wanted) };
         if telemetry.is_some() {

@@ -21,11 +21,10 @@ pub fn telemetry_table() -> &'static str {
     table()
 }
 
-/// What `new Client` passes on of its options.
+/// The providers `new Client` was given (content is the core's: `ConnectionOptions::telemetry`).
 pub struct Wanted<'e> {
     pub tracer_provider: Option<Object<'e>>,
     pub meter_provider: Option<Object<'e>>,
-    pub content: bool,
 }
 
 /// The client's telemetry object, or `None` when nothing is traced (no
@@ -33,11 +32,10 @@ pub struct Wanted<'e> {
 /// throws leaves the client untraced: telemetry never fails a client.
 pub fn make<'e>(js: Js<'e>, env: &EnvData, client: &Object<'e>, wanted: Wanted<'e>) -> Option<OwnedRef> {
     let made = || -> napi::Result<Option<OwnedRef>> {
-        type Make<'a> = Function<'a, FnArgs<(Unknown<'a>, Unknown<'a>, Unknown<'a>, bool)>, Unknown<'a>>;
+        type Make<'a> = Function<'a, FnArgs<(Unknown<'a>, Unknown<'a>, Unknown<'a>)>, Unknown<'a>>;
         let f: Make<'e> = Function::from_unknown(env.glue(js, "makeTelemetry")?)?;
         let provider = |p: Option<Object<'e>>| p.map_or_else(|| js.undefined(), |p| p.to_unknown());
-        let args =
-            (client.to_unknown(), provider(wanted.tracer_provider), provider(wanted.meter_provider), wanted.content);
+        let args = (client.to_unknown(), provider(wanted.tracer_provider), provider(wanted.meter_provider));
         let t = f.call(args.into())?;
         if is_nullish(&t) {
             return Ok(None);

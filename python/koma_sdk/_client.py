@@ -188,7 +188,7 @@ class Client(Methods):
                 raise invalid(f"Client: `{name}` must be an OpenTelemetry {kind} (with {getter}())")
         hello = _seconds("`hello_timeout`", hello_timeout)
         #: OpenTelemetry's spans and metrics of this client, when it is traced (`_telemetry`).
-        self._telemetry = _telemetry.make(tracer_provider, meter_provider, capture_content) if telemetry else None
+        self._telemetry = _telemetry.make(tracer_provider, meter_provider) if telemetry else None
         traced = None if self._telemetry is None else capture_content
         self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello, traced)
         self._calls: dict[int, _backend.Future] = {}

@@ -86,7 +86,7 @@ def _meter(metrics: Any, given: Any, version: str) -> Any:
     return provider.get_meter("koma_sdk", version)
 
 
-def make(tracer_provider: Any, meter_provider: Any, content: bool) -> Telemetry | None:
+def make(tracer_provider: Any, meter_provider: Any) -> Telemetry | None:
     """A client's telemetry, or None when nothing would be recorded."""
     if tracer_provider is None and meter_provider is None and "opentelemetry" not in sys.modules:
         return None  # nobody set a provider (that imports the API): nothing is imported here either
@@ -102,7 +102,7 @@ def make(tracer_provider: Any, meter_provider: Any, content: bool) -> Telemetry 
     global _table
     if _table is None:
         _table = json.loads(_native.telemetry_table())
-    return Telemetry(api, _table, tracer, meter, content)
+    return Telemetry(api, _table, tracer, meter)
 
 
 def _first_line(error: Any) -> str | None:
@@ -116,13 +116,12 @@ def _first_line(error: Any) -> str | None:
 class Telemetry:
     """A traced client's: its spans and instruments."""
 
-    __slots__ = ("_trace", "_context", "_table", "_tracer", "content", "_instruments", "_started", "_client_span")
+    __slots__ = ("_trace", "_context", "_table", "_tracer", "_instruments", "_started", "_client_span")
 
-    def __init__(self, api: Any, table: Any, tracer: Any, meter: Any, content: bool) -> None:
+    def __init__(self, api: Any, table: Any, tracer: Any, meter: Any) -> None:
         self._trace, _, self._context = api
         self._table = table
         self._tracer = tracer
-        self.content = content
         #: Each instrument's `record`/`add`, by name.
         self._instruments: dict[str, Callable[[Any, Any], None]] = {}
         if meter is not None:
