@@ -5,7 +5,8 @@
 //! each wake, the core's table goes to `lib/telemetry.js`, and the trace
 //! context koma is started with comes back from it (`Client.__traceContext`).
 
-use koma_transport::telemetry::{client_note, table, TraceContext};
+use koma_transport::connection::client_note;
+use koma_transport::telemetry::{table, TraceContext};
 use koma_transport::TraceRecord;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Object, Unknown};
 use napi_derive::napi;

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
+use koma_transport::connection::client_note;
 use koma_transport::events::{End, Take};
 use koma_transport::raw_json::RawJson;
-use koma_transport::telemetry::{client_note, TelemetryOptions, TraceContext};
+use koma_transport::telemetry::{TelemetryOptions, TraceContext};
 use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
@@ -183,7 +184,7 @@ impl NativeClient {
     /// `turn_news`); `trace` the trace records, `(pid, kind, direction,
     /// line)` (see `trace_tuple`); `notes` what the notes among them do to a
     /// traced client's span, as one JSON text (`[note, ...]`, each the core's
-    /// `telemetry::client_note`), or `None`.
+    /// `connection::client_note`), or `None`.
     fn deliver<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         guarded(py, "delivering results", || {
             // Readiness first: a wake after this point makes it readable again.

@@ -8,8 +8,8 @@
 //! - [`table`]: the spans a host makes itself (a client's life, a call, a
 //!   turn) with their names, kinds and fixed attributes, and the
 //!   instruments (name, kind, unit, description, bucket advice);
-//! - [`client_note`]: what each note of a client's life (`TraceRecord`)
-//!   does to the client's span and metrics;
+//! - `connection::client_note`: what each note of a client's life
+//!   (`TraceRecord`) does to the client's span and metrics;
 //! - a traced turn's record (`crate::turns`, handed over with
 //!   `TurnNews::Ended`): the turn span's attributes and end, its child spans
 //!   with their times, and its metric points;
@@ -21,11 +21,9 @@
 //! telemetry ([`TelemetryOptions`]), and a traced turn records nothing per
 //! `output` event but a count.
 
-mod client;
 mod context;
 pub(crate) mod names;
 
-pub use client::client_note;
 pub use context::TraceContext;
 
 use std::sync::OnceLock;

@@ -27,6 +27,8 @@ mod router;
 mod spec;
 mod telemetry;
 #[cfg(test)]
+mod telemetry_tests;
+#[cfg(test)]
 mod tests;
 mod text;
 mod turn;

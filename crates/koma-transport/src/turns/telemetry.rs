@@ -26,9 +26,7 @@ use super::data::Fields;
 use super::event::Event;
 use super::news::TurnError;
 use super::result::{self, Collected};
-use super::router::Turns;
 use super::spec::{Checked, Decision};
-use super::turn::Turn;
 use crate::lift::{Chars, Step};
 use crate::telemetry::names as n;
 use crate::telemetry::TelemetryOptions;
@@ -40,34 +38,28 @@ pub(super) struct Tracing {
     session: Option<Arc<str>>,
 }
 
-impl Turns {
-    /// The turns of a client with telemetry keep a timeline each.
-    pub(crate) fn traced(mut self, telemetry: Option<TelemetryOptions>) -> Self {
-        self.tracing = telemetry.map(|t| Tracing { content: t.content, session: None });
-        self
+impl Tracing {
+    pub fn new(telemetry: TelemetryOptions) -> Tracing {
+        Tracing { content: telemetry.content, session: None }
     }
 
     /// A request was answered with `result` (JSON text): the session that
     /// `create` or `resume` names is the traced turns' conversation.
-    pub(crate) fn answered_session(&mut self, method: &str, result: &[u8]) {
+    pub fn answered(&mut self, method: &str, result: &[u8]) {
         #[derive(Deserialize)]
         struct Session {
             session: String,
         }
-        let Some(t) = self.tracing.as_mut() else { return };
         if matches!(method, "create" | "resume") {
             if let Ok(s) = serde_json::from_slice::<Session>(result) {
-                t.session = Some(s.session.into());
+                self.session = Some(s.session.into());
             }
         }
     }
-}
 
-impl Turn {
-    /// Keep a timeline if the client is traced.
-    pub(super) fn traced(mut self, tracing: Option<&Tracing>, checked: &Checked) -> Self {
-        self.timeline = tracing.map(|t| Box::new(Timeline::new(t, checked)));
-        self
+    /// The timeline of a turn that opens now (checked as `checked`).
+    pub fn timeline(&self, checked: &Checked) -> Box<Timeline> {
+        Box::new(Timeline::new(self, checked))
     }
 }
 
@@ -353,163 +345,4 @@ fn whole(v: &result::Value) -> String {
         }
     }
     root.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::events::EventBuffer;
-    use crate::turns::effects::What;
-    use crate::turns::news::TurnNews;
-    use crate::turns::spec::{Answer, ApprovalOption, Entry, TurnSpec};
-
-    /// A traced turn `1` of `Entry::Run` with a handler, driven through the router.
-    struct H {
-        turns: Turns,
-        buf: EventBuffer,
-        seq: u64,
-        token: u64,
-        sent: Vec<(u64, What)>,
-        news: Vec<TurnNews>,
-    }
-
-    impl H {
-        fn new(content: bool, approvals: ApprovalOption) -> H {
-            let mut turns = Turns::default().traced(Some(TelemetryOptions { content }));
-            turns.answered_session("create", br#"{"session":"s-1","state":{}}"#);
-            let mut h = H { turns, buf: EventBuffer::default(), seq: 0, token: 0, sent: Vec::new(), news: Vec::new() };
-            let params = Some(r#"{"text":"deploy"}"#.into());
-            let spec = TurnSpec {
-                entry: Entry::Run,
-                params,
-                mode: None,
-                approvals,
-                timeout: None,
-                stopped: None,
-                refused: None,
-            };
-            h.turns.open(1, spec);
-            h.flush();
-            h.answer(What::Submit, r#"{"turn":"t-1"}"#);
-            h
-        }
-
-        fn flush(&mut self) {
-            let fx = self.turns.take_effects();
-            for s in fx.sends {
-                self.token += 1;
-                self.turns.sent(self.token, s.key, s.what);
-                self.sent.push((self.token, s.what));
-            }
-            self.news.extend(fx.news.into_iter().map(|(_, n)| n));
-        }
-
-        fn answer(&mut self, what: What, json: &str) {
-            let t = self.sent.iter().rev().find(|(_, w)| *w == what).unwrap().0;
-            self.turns.answered(&mut self.buf, t, Ok(json.as_bytes()));
-            self.flush();
-        }
-
-        fn event(&mut self, name: &'static str, data: &str) {
-            self.seq += 1;
-            self.turns.deliver(&mut self.buf, Event::new(self.seq, name, 100, data.as_bytes(), Vec::new()));
-            self.flush();
-        }
-
-        fn record(&self) -> Value {
-            let t = self.news.iter().find_map(|n| match n {
-                TurnNews::Ended { telemetry, .. } => telemetry.clone(),
-                _ => None,
-            });
-            serde_json::from_str(&t.expect("a record")).unwrap()
-        }
-    }
-
-    #[test]
-    fn a_turn_with_two_tools_and_two_approvals_records_its_tree() {
-        let mut h = H::new(false, ApprovalOption::Handler);
-        h.event("turn_started", r#"{"turn":"t-1","text":"deploy"}"#);
-        h.event("output", r#"{"turn":"t-1","text":"a"}"#);
-        h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"git_push","input":{}}"#);
-        h.event("approval_requested", r#"{"turn":"t-1","approval":"a-1","tool":"git_push","input":{}}"#);
-        h.turns.answer(1, "a-1", Answer::Decision(Decision::Allow));
-        h.flush();
-        h.event("tool_result", r#"{"turn":"t-1","call":"c-1","output":"pushed","error":false}"#);
-        h.event("tool_call", r#"{"turn":"t-1","call":"c-2","tool":"rm","input":{}}"#);
-        h.event("approval_requested", r#"{"turn":"t-1","approval":"a-2","tool":"rm","input":{}}"#);
-        h.turns.answer(1, "a-2", Answer::Failed("boom".into()));
-        h.flush();
-        h.event("tool_result", r#"{"turn":"t-1","call":"c-2","output":"no","error":true}"#);
-        h.event("output", r#"{"turn":"t-1","text":"b"}"#);
-        h.event("turn_finished", r#"{"turn":"t-1","status":"completed"}"#);
-        let r = h.record();
-        let a = &r["attributes"];
-        assert_eq!(a["koma.turn.id"], "t-1");
-        assert_eq!(a["gen_ai.conversation.id"], "s-1");
-        assert_eq!(
-            (a["koma.turn.status"].as_str(), a["koma.turn.output_events"].as_u64()),
-            (Some("completed"), Some(2))
-        );
-        assert_eq!(a["koma.turn.tool_calls"], 2);
-        assert!(a.get("gen_ai.input.messages").is_none(), "no content unless asked");
-        assert_eq!(r["error"], "invalid_params", "the handler failed: the turn fails");
-        let spans = r["spans"].as_array().unwrap();
-        let names: Vec<_> = spans.iter().map(|s| (s["name"].as_str().unwrap(), s["parent"].as_u64())).collect();
-        assert_eq!(
-            names,
-            [
-                ("execute_tool git_push", None),
-                ("execute_tool rm", None),
-                ("approval git_push", Some(0)),
-                ("approval rm", Some(1))
-            ]
-        );
-        assert_eq!(spans[0]["attributes"]["koma.tool.outcome"], "ok");
-        assert_eq!(spans[1]["attributes"]["koma.tool.outcome"], "denied");
-        assert_eq!(spans[1]["error"], "tool_error");
-        assert_eq!(spans[2]["attributes"]["koma.approval.decision"], "allow");
-        assert_eq!(spans[2]["attributes"]["koma.approval.answered_by"], "handler");
-        assert_eq!(spans[3]["attributes"]["koma.approval.decision"], "deny");
-        assert_eq!(spans[3]["error"], "invalid_params");
-        for s in spans {
-            let (start, end) = (s["start"].as_u64().unwrap(), s["end"].as_u64().unwrap());
-            assert!(start <= end && end <= r["end"].as_u64().unwrap(), "{s}");
-        }
-        let points: Vec<_> =
-            r["metrics"].as_array().unwrap().iter().map(|m| m["instrument"].as_str().unwrap()).collect();
-        assert_eq!(
-            points,
-            [
-                "gen_ai.client.operation.duration",
-                "koma.tool.calls",
-                "koma.tool.calls",
-                "koma.approval.duration",
-                "koma.approval.duration"
-            ]
-        );
-    }
-
-    #[test]
-    fn content_is_recorded_only_when_asked() {
-        let mut h = H::new(true, ApprovalOption::Text("allow".into()));
-        h.event("turn_started", r#"{"turn":"t-1","text":"deploy"}"#);
-        h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"read","input":{"path":"a"}}"#);
-        h.event("tool_result", r#"{"turn":"t-1","call":"c-1","output":"text","error":false}"#);
-        h.event("output", r#"{"turn":"t-1","text":"Done."}"#);
-        h.event("turn_finished", r#"{"turn":"t-1","status":"failed","error":"out of time"}"#);
-        let r = h.record();
-        let a = &r["attributes"];
-        assert_eq!(a["gen_ai.input.messages"], r#"[{"parts":[{"content":"deploy","type":"text"}],"role":"user"}]"#);
-        assert!(a["gen_ai.output.messages"].as_str().unwrap().contains(r#""content":"Done.""#));
-        assert_eq!(r["spans"][0]["attributes"]["gen_ai.tool.call.arguments"], r#"{"path":"a"}"#);
-        assert_eq!(r["spans"][0]["attributes"]["gen_ai.tool.call.result"], r#""text""#);
-        assert_eq!((r["error"].as_str(), r["message"].as_str()), (Some("turn_failed"), Some("out of time")));
-    }
-
-    #[test]
-    fn an_untraced_client_records_nothing() {
-        let mut turns = Turns::default();
-        turns.answered_session("create", br#"{"session":"s-1"}"#);
-        assert!(turns.tracing.is_none());
-    }
 }

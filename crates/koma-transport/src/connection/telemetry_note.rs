@@ -1,4 +1,5 @@
-//! What the notes of a client's life do to its span and its metrics. The
+//! What the notes of a client's life do to its OpenTelemetry span and its
+//! metrics (see `crate::telemetry`), for a traced client's host. The
 //! host starts the client's span at the call that starts koma (so that
 //! koma can be given its context) and hands each note here: koma's pid and
 //! the start count (spawned), its version (hello), how it exited (exit), the
@@ -7,8 +8,8 @@
 
 use serde_json::json;
 
-use super::names as n;
-use crate::connection::{TraceRecord, Traced};
+use super::trace_record::{TraceRecord, Traced};
+use crate::telemetry::names as n;
 
 /// The record of a note for the client's span (`{attributes?, error?,
 /// message?, end?, metrics?}` as JSON text), or `None` for a record that
