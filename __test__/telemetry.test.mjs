@@ -260,6 +260,11 @@ test("koma is started with the client span's context as TRACEPARENT (and an empt
       .spanContext().traceId,
     "one trace",
   );
+  assert.deepEqual(
+    client.span.events.map((e) => e.name),
+    ["spawned", "hello", "detach", "exit"],
+    "the moments of its life",
+  );
 
   const mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   const other = fake(ctx, [], t, {}, {}, { TRACEPARENT: mine });

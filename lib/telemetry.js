@@ -28,7 +28,7 @@
  * @typedef {{client: SpanSpec, call: SpanSpec & {remote: string}, turn: SpanSpec, error: string, instruments: InstrumentSpec[]}} Table
  * @typedef {{instrument: string, value: number, attributes: Attributes}} Point
  * @typedef {{name: string, kind: string, parent: number | null, start: number, end: number, attributes: Attributes, error: string | null}} ChildSpan
- * @typedef {{attributes?: Attributes, error?: string | null, message?: string | null, end?: number | true, spans?: ChildSpan[], metrics?: Point[]}} Record
+ * @typedef {{event?: string, attributes?: Attributes, error?: string | null, message?: string | null, end?: number | true, spans?: ChildSpan[], metrics?: Point[]}} Record
  * @typedef {{
  *   table: () => string,
  *   phaseOf: (client: object) => string,
@@ -265,6 +265,7 @@ class Telemetry {
   notes(/** @type {string} */ json) {
     for (const r of /** @type {Record[]} */ (JSON.parse(json))) {
       const span = this.clientEnded ? undefined : this.clientSpan;
+      if (r.event !== undefined && span !== undefined) span.addEvent(r.event, now());
       this.apply(span, r);
       if (r.end === true && span !== undefined) {
         this.clientEnded = true;

@@ -205,6 +205,9 @@ class Telemetry:
         """The notes of the client's life, `[record, ...]` as JSON (with each wake)."""
         for r in json.loads(text):
             span = self._client_span
+            event = r.get("event")
+            if event is not None and span is not None:
+                span.add_event(event)
             self.apply(span, r)
             if r.get("end") is True and span is not None:
                 self._client_span = None

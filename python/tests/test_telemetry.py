@@ -260,6 +260,7 @@ async def test_koma_is_started_with_the_client_spans_context_and_env_wins() -> N
     assert int(ctx.trace_flags) & 1, "sampled"
     request = next(s for s in t.spans() if s.name == "request")
     assert ctx.trace_id == request.context.trace_id, "one trace"
+    assert [e.name for e in client.span.events] == ["spawned", "hello", "detach", "exit"], "the moments of its life"
 
     mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     async with fake([], t, env={"TRACEPARENT": mine}) as (koma, c):

@@ -4,18 +4,20 @@
 //! koma can be given its context) and hands each note here: koma's pid and
 //! the start count (spawned), its version (hello), how it exited (exit), the
 //! failure and its count (failed), and the span's end (closed: `close()` is
-//! done, so every note of the client's life came before).
+//! done, so every note of the client's life came before). Each moment of
+//! the life is an event of the span too, named as the trace names its note
+//! (`spawned`, `hello`, `detach`, `exit`, `failed`).
 
 use serde_json::json;
 
 use super::trace_record::{TraceRecord, Traced};
 use crate::telemetry::names as n;
 
-/// The record of a note for the client's span (`{attributes?, error?,
-/// message?, end?, metrics?}` as JSON text), or `None` for a record that
-/// does nothing to it (a frame, a stderr line, a detach).
+/// The record of a note for the client's span (`{event?, attributes?,
+/// error?, message?, end?, metrics?}` as JSON text), or `None` for a record
+/// that does nothing to it (a frame, a stderr line, a report of records dropped).
 pub fn client_note(record: &TraceRecord) -> Option<String> {
-    let value = match &record.what {
+    let mut value = match &record.what {
         Traced::Spawned => json!({
             "attributes": {n::PID: record.pid},
             "metrics": [n::point(n::CLIENT_STARTS, json!(1), json!({}))],
@@ -24,8 +26,9 @@ pub fn client_note(record: &TraceRecord) -> Option<String> {
         Traced::Exit(info) => match (info.code, info.signal) {
             (Some(code), _) => json!({"attributes": {n::EXIT_CODE: code}}),
             (None, Some(signal)) => json!({"attributes": {n::EXIT_SIGNAL: signal}}),
-            _ => return None,
+            _ => json!({}),
         },
+        Traced::Detach { .. } => json!({}),
         Traced::Failed(e) => {
             let code = e.code.as_str();
             // The first line: what failed, without koma's stderr after it.
@@ -36,9 +39,10 @@ pub fn client_note(record: &TraceRecord) -> Option<String> {
                 "metrics": [n::point(n::CLIENT_FAILURES, json!(1), json!({n::ERROR_TYPE: code}))],
             })
         }
-        Traced::Closed => json!({"end": true}),
-        Traced::Frame { .. } | Traced::Stderr(_) | Traced::Detach { .. } | Traced::Dropped(_) => return None,
+        Traced::Closed => return Some(json!({"end": true}).to_string()),
+        Traced::Frame { .. } | Traced::Stderr(_) | Traced::Dropped(_) => return None,
     };
+    value["event"] = json!(record.kind());
     Some(value.to_string())
 }
 
@@ -71,7 +75,9 @@ mod tests {
         assert_eq!(failed["message"], "koma exited with code 3; last lines of stderr:");
         assert_eq!(failed["metrics"][0]["attributes"]["error.type"], "transport_failure");
         assert_eq!(note(None, Traced::Closed).unwrap()["end"], true);
-        assert!(note(None, Traced::Detach { by_close: true }).is_none());
+        assert_eq!(note(Some(42), Traced::Detach { by_close: true }).unwrap(), serde_json::json!({"event": "detach"}));
+        assert_eq!(exit["event"], "exit");
+        assert_eq!(failed["event"], "failed");
         assert!(note(None, Traced::Stderr("x".into())).is_none());
     }
 }
