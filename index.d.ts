@@ -553,6 +553,25 @@ export interface ClientOptions {
    * `transport_failure` (default 15000); `null`: no bound.
    */
   helloTimeout?: number | null | undefined
+  /**
+   * Trace this client with OpenTelemetry (default `true`): spans and metrics when
+   * `@opentelemetry/api` is installed and a provider is registered or given; `false` turns them off
+   * for this client (docs/tracing.md).
+   */
+  telemetry?: boolean | undefined
+  /**
+   * The tracer provider of this client's spans (default: the global one, if one is registered).
+   */
+  tracerProvider?: { getTracer(name: string, version?: string, options?: object): unknown } | undefined
+  /**
+   * The meter provider of this client's metrics (default: the global one, if one is registered).
+   */
+  meterProvider?: { getMeter(name: string, version?: string, options?: object): unknown } | undefined
+  /**
+   * Record content in spans: the prompt, the output, each tool call's input and output (default
+   * `false`: none of it is recorded).
+   */
+  captureContent?: boolean | undefined
 }
 
 /**

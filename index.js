@@ -14,6 +14,8 @@
 //   "Illegal invocation" (`turn()` and `events()`, which return no promise,
 //   throw that error);
 // - the package's errors (`KomaError`, a class per code, `isKomaError`: `lib/errors.js`);
+// - OpenTelemetry's spans of a client's calls (`lib/telemetry.js`), when
+//   the client is traced: each method hands its call to its telemetry;
 // - each method that returns a promise is an `async` function around the
 //   addon's, so that an error settled later, from the event loop (a
 //   timeout, koma's answer), gets the stack where the caller awaited: V8's
@@ -61,6 +63,7 @@ function setUp() {
   const { KomaError, classes, makeError, isKomaError, traced } = require("./lib/errors.js");
   const { onAbort, offAbort } = require("./lib/signals.js");
   const { traceSubscribed, publishTrace, followTrace } = require("./lib/trace.js");
+  const telemetry = require("./lib/telemetry.js");
   binding.__setGlue({
     clientStream: require("./lib/stream.js").clientStream,
     makeTurn: require("./lib/turn.js").makeTurn,
@@ -69,6 +72,7 @@ function setUp() {
     offAbort,
     traceSubscribed,
     publishTrace,
+    makeTelemetry: telemetry.makeTelemetry,
   });
 
   // `util.inspect(client)` (and console.log) shows koma's pid and where the
@@ -82,6 +86,15 @@ function setUp() {
   // turns it on is taken off the prototype, as `__phase` is.
   const keepTrace = Client.prototype.__keepTrace;
   delete Client.prototype.__keepTrace;
+  // lib/telemetry.js's: the core's table, the phase, and the trace context
+  // koma is started with (`__traceContext`, taken off the prototype too).
+  const traceContext = Client.prototype.__traceContext;
+  delete Client.prototype.__traceContext;
+  telemetry.init({
+    table: binding.__telemetryTable,
+    phaseOf: (client) => phaseOf.call(client),
+    traceContext: (client, ...context) => traceContext.apply(client, context),
+  });
   Object.defineProperty(Client.prototype, Symbol.for("nodejs.util.inspect.custom"), {
     value: function inspectClient(_depth, options, inspect) {
       if (!(this instanceof Client)) return this; // Client.prototype itself: inspected as usual
@@ -105,8 +118,12 @@ function setUp() {
     Object.defineProperty(Client.prototype, key, { value: wrapped, writable: true, configurable: true });
   }
 
-  /** Wrap the promise method `Client.prototype[key]`: async, and refusing a call without its client. */
-  function wrapAsync(key, name) {
+  /**
+   * Wrap the promise method `Client.prototype[key]`: async, refusing a call
+   * without its client, and handed to the client's telemetry if it is traced
+   * (`wire`: the method's wire name; `request`'s is its first argument).
+   */
+  function wrapAsync(key, name, wire = name) {
     const method = Client.prototype[key];
     define(
       key,
@@ -115,6 +132,11 @@ function setUp() {
           if (!(this instanceof Client)) throw detached(name);
           followTrace(this, keepTrace);
           try {
+            const spans = telemetry.of(this);
+            if (spans !== undefined) {
+              const called = wire === "request" ? (typeof a === "string" ? a : wire) : wire;
+              return await spans.call(called, this, () => method.call(this, a, b, c));
+            }
             return await method.call(this, a, b, c);
           } catch (error) {
             throw traced(error);
@@ -133,6 +155,7 @@ function setUp() {
         [name](a, b) {
           if (!(this instanceof Client)) throw detached(name);
           followTrace(this, keepTrace);
+          if (name === "turn") telemetry.of(this)?.starting(this); // a turn may start koma
           return method.call(this, a, b);
         },
       }[name],
@@ -154,11 +177,10 @@ function setUp() {
           },
     );
   }
-  for (const name of ["probe", ...protocolMethods.map(([name]) => name), "request", "close", "run"]) {
-    wrapAsync(name, name);
-  }
+  for (const [name, wire] of protocolMethods) wrapAsync(name, name, wire);
+  for (const name of ["probe", "request", "close", "run"]) wrapAsync(name, name);
   for (const name of ["turn", "events"]) guard(name, name);
-  wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]");
+  wrapAsync(Symbol.asyncDispose, "[Symbol.asyncDispose]", "close");
 
   return { KomaError, isKomaError, classes };
 }

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { SIM, root, simClient } from "./helpers.mjs";
+import { tracing } from "./spans.mjs";
 
 const { FakeKoma } = createRequire(import.meta.url)(join(root, "testing.js"));
 
@@ -130,10 +131,35 @@ function checkTurnResult(actual, expect, what) {
   }
 }
 
+/**
+ * `spans`: the spans under the scenario's own, in the order they started:
+ * each its name, a subset of its attributes, its `error` (error.type; none
+ * unless given) and its `children` (none unless given).
+ */
+function checkSpans(nodes, expected, path) {
+  const names = nodes.map((n) => n.name);
+  assert.deepEqual(
+    names,
+    expected.map((e) => e.name),
+    `${path}: the spans under it`,
+  );
+  expected.forEach((e, i) => {
+    const n = nodes[i];
+    const here = `${path} > ${e.name}`;
+    for (const [k, v] of Object.entries(e.attributes ?? {}))
+      assert.deepEqual(n.attributes[k], v, `${here}: ${k} in ${JSON.stringify(n.attributes)}`);
+    assert.equal(n.error, e.error ?? null, `${here}: error.type`);
+    checkSpans(n.children, e.children ?? [], here);
+  });
+}
+
 class Runner {
   constructor(t, scenario) {
     const sim = scenario.sim ?? {};
     this.scenario = scenario;
+    // A scenario that says its spans is traced, with an in-memory exporter.
+    this.tracing = scenario.spans ? tracing() : undefined;
+    const traced = this.tracing ? { tracerProvider: this.tracing.tracerProvider, meterProvider: this.tracing.meterProvider } : {};
     if (sim.scenario) {
       // koma-sim plays a script (@koma/sdk/testing: checked, written, recorded).
       const faults = (sim.faults ?? []).join(",");
@@ -141,11 +167,12 @@ class Runner {
         executable: SIM,
         delayMs: sim.delay_ms ?? 0,
         env: { ...(faults ? { KOMA_SIM_FAULT: faults } : {}), ...(sim.env ?? {}) },
+        client: traced,
       });
       t.after(() => koma.close());
       this.client = koma.client;
     } else {
-      this.client = simClient(t, { faults: sim.faults ?? [], delayMs: sim.delay_ms ?? 0, env: sim.env ?? {} });
+      this.client = simClient(t, { faults: sim.faults ?? [], delayMs: sim.delay_ms ?? 0, env: sim.env ?? {}, ...traced });
     }
     /** Turns and background runs, by name: { turn?, promise?, calls, thrown, seqs, controller? } */
     this.turns = new Map();
@@ -158,7 +185,20 @@ class Runner {
   }
 
   async run() {
-    await this.steps(this.scenario.steps);
+    if (!this.tracing) return this.steps(this.scenario.steps);
+    // The steps in a span of the scenario's own, then close() (the client's span ends).
+    await this.tracing.tracer.startActiveSpan("scenario", async (span) => {
+      await this.steps(this.scenario.steps);
+      await within(this.client.close(), "close()");
+      span.end();
+    });
+    const roots = this.tracing.tree();
+    assert.deepEqual(
+      roots.map((n) => n.name),
+      ["scenario"],
+      "every span is under the scenario's",
+    );
+    checkSpans(roots[0].children, this.scenario.spans, "scenario");
   }
 
   async steps(steps) {

@@ -29,7 +29,7 @@ test("the typed usage file runs: typed methods, event narrowing, await using", {
 
 test("the typings declare the public API only: no test hook, no loader metadata", () => {
   const dts = readFileSync(join(root, "index.d.ts"), "utf8");
-  for (const name of ["__census", "Census", "__napiBindingTarget"]) {
+  for (const name of ["__census", "Census", "__napiBindingTarget", "__traceContext", "__telemetryTable"]) {
     assert.doesNotMatch(dts, new RegExp(`\\b${name}\\b`), `index.d.ts names ${name}`);
   }
   assert.match(dts, /export interface Turn extends AsyncIterable<EventItem> \{/, "Turn is a type with no constructor");

@@ -1,8 +1,11 @@
 // The turn workloads, base against new: one turn of N `output` events of B
 // bytes (koma-sim's `bench_turn N B`, sent as fast as koma-sim can), taken
 // three ways by the package built from a base commit and by this checkout's
-// build, both loaded in this one process and alternated (base, new, then
-// new, base, ...), against the same koma-sim (bin/koma-sim):
+// build, both loaded in this one process, and this checkout's build traced
+// with OpenTelemetry (`traced`: a tracer provider whose span processor
+// exports to a no-op exporter, and a meter provider: every span and metric
+// point is made), the three alternated (base, new, traced, then new, traced,
+// base, ...), against the same koma-sim (bin/koma-sim):
 //   run     `await client.run(...)`: host CPU per event;
 //   turn    `for await (const item of client.turn(...))`, then `turn.result`:
 //           events/s and CPU per event;
@@ -25,7 +28,9 @@
 //            per turn, 10000), --bytes B (200)
 //
 // The goals (the core turn layer's): run()'s main-thread CPU per event new/base
-// <= 0.2; turn()'s and events()'s events/s new/base >= 1.0.
+// <= 0.2; turn()'s and events()'s events/s new/base >= 1.0. Telemetry's: off
+// (new) as fast as the base within the rounds' spread; on (traced) costs per
+// turn, not per event (the row "CPU per turn, over new's" says how much).
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -78,7 +83,22 @@ if (!SMOKE) {
   if (BASE === NEW) throw new Error("the base and the new addon are one module");
   baseText = `${b.short} (${argOf("--base") ? "--base" : "the merge-base with main"}), from target/bench-base/${b.sha}`;
 }
-const SIDES = { base: BASE, new: NEW };
+/** The traced side's options: spans made and exported to nothing, metrics recorded. */
+function tracedOptions() {
+  const { BasicTracerProvider, SimpleSpanProcessor } = require("@opentelemetry/sdk-trace-base");
+  const { MeterProvider, MetricReader } = require("@opentelemetry/sdk-metrics");
+  const noop = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+  class Reader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  return {
+    tracerProvider: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(noop)] }),
+    meterProvider: new MeterProvider({ readers: [new Reader()] }),
+  };
+}
+const SIDES = { base: [BASE, {}], new: [NEW, {}], traced: [NEW, tracedOptions()] };
+const ORDER = ["base", "new", "traced"];
 
 // ------------------------------------------------------------------ the workloads
 
@@ -201,9 +221,9 @@ async function oneTurn(c, w, p) {
  * every turn left V8's helper threads sweeping through the next one (about
  * 3 µs per event on "other", and more on the main thread).
  */
-async function sideRound(Client, w, p) {
+async function sideRound([Client, options], w, p) {
   gc();
-  const c = new Client({ executable: SIM, env: simEnv() });
+  const c = new Client({ executable: SIM, env: simEnv(), ...options });
   const runs = [];
   try {
     await c.probe();
@@ -244,19 +264,22 @@ const us = (s) => `${fmtUs(s)} µs`;
 const figuresText = (f) =>
   `${fmtRate(f.rate)}, CPU µs/event: main ${fmtUs(f.main)}, koma-io ${fmtUs(f.io)}, other ${fmtUs(f.other)}, all ${fmtUs(f.all)}; sim ${fmtUs(f.sim)}`;
 
-/** The rows of one workload: [workload, measure, base, new, new/base, goal, met]. */
 /**
- * The rows of one workload, from the medians of each side (`fb`, `fn`) and
- * of each round (`pairs`: [base, new] of the rounds where both had whole turns).
+ * The rows of one workload, from the medians of each side (`fb`, `fn`, `ft`:
+ * base, new, traced) and of each round (`pairs`: [base, new, traced] of the
+ * rounds where all had whole turns): [workload, measure, base, new, new/base,
+ * rounds' new/base, traced, traced/new, rounds' traced/new, goal, met].
  */
-function rowsOf(w, fb, fn, pairs) {
+function rowsOf(w, fb, fn, ft, pairs) {
+  // The spread of the rounds' own ratios: how far apart two runs of one build land here.
+  const spread = (rs) => (rs.length > 1 ? `${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}×` : "–");
   const row = (measure, key, fmt, goal) => {
     const ratio = fn[key] / fb[key];
     const met = goal ? (goal.test(ratio) ? "met" : "NOT met") : "";
-    // The spread of the rounds' own ratios: how far apart two runs of one build land here.
     const rs = pairs.map(([b, n]) => n[key] / b[key]).filter(Number.isFinite);
-    const spread = rs.length > 1 ? `${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}×` : "–";
-    return [w.name, measure, fmt(fb[key]), fmt(fn[key]), fmtX(ratio), spread, goal ? goal.text : "–", met];
+    const ts = pairs.map(([, n, t]) => t[key] / n[key]).filter(Number.isFinite);
+    const traced = [fmt(ft[key]), fmtX(ft[key] / fn[key]), spread(ts)];
+    return [w.name, measure, fmt(fb[key]), fmt(fn[key]), fmtX(ratio), spread(rs), ...traced, goal ? goal.text : "–", met];
   };
   const atMost = (x) => ({ text: `≤ ${x.toFixed(2)}×`, test: (r) => r <= x });
   const atLeast = (x) => ({ text: `≥ ${x.toFixed(2)}×`, test: (r) => r >= x });
@@ -270,27 +293,59 @@ function rowsOf(w, fb, fn, pairs) {
   }
   rows.push(row("koma-io threads' CPU per event", "io", us));
   rows.push(row("all threads' CPU per event", "all", us));
+  // What tracing costs a turn: the traced side's CPU per turn over new's.
+  const perTurn = (f) => f.all * P.n;
+  const extra = pairs.map(([, n, t]) => perTurn(t) - perTurn(n));
+  const µs = (s) => `${Math.round(s * 1e6)} µs`;
+  const lo = extra.length > 1 ? `${µs(Math.min(...extra))} to ${µs(Math.max(...extra))}` : "–";
+  rows.push([w.name, "all threads' CPU per turn, over new's", "–", "–", "–", "–", µs(perTurn(ft) - perTurn(fn)), "–", lo, "–", ""]);
   return rows;
 }
 
 function printTable(rows) {
-  const head = ["workload", "measure", "base (median)", "new (median)", "new/base", "rounds' new/base", "goal", ""];
+  const head = [
+    "workload",
+    "measure",
+    "base (median)",
+    "new (median)",
+    "new/base",
+    "rounds' new/base",
+    "traced (median)",
+    "traced/new",
+    "rounds' traced/new",
+    "goal",
+    "",
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join("  ");
   console.log(`\n${line(head)}`);
   console.log(widths.map((x) => "-".repeat(x)).join("  "));
   for (const r of rows) console.log(line(r));
   console.log("\n### Markdown\n");
-  const md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Rounds' new / base", "Goal", "Met"];
+  const md = [
+    "Workload",
+    "Measure",
+    "Base (median)",
+    "New (median)",
+    "New / base",
+    "Rounds' new / base",
+    "Traced (median)",
+    "Traced / new",
+    "Rounds' traced / new",
+    "Goal",
+    "Met",
+  ];
   console.log(`| ${md.join(" | ")} |`);
-  console.log(`|${md.map((_, i) => (i >= 2 && i <= 5 ? "---:" : "---")).join("|")}|`);
+  console.log(`|${md.map((_, i) => (i >= 2 && i <= 8 ? "---:" : "---")).join("|")}|`);
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
   console.log(
     "\nMedians over every measured turn of every round. CPU per event: the thread group's CPU time over the turn (schedstat), over N;",
   );
   console.log("main = the JavaScript thread, koma-io = the core's I/O threads, all = process.cpuUsage() (every thread of this process).");
   console.log("Events/s: N over the turn's wall time, from the call to its result. Rounds' new/base: the lowest and highest");
-  console.log("of the rounds' own ratios (each round's medians), the spread to read a ratio against.");
+  console.log("of the rounds' own ratios (each round's medians), the spread to read a ratio against. Traced: new, with a");
+  console.log("tracer provider exporting to a no-op exporter and a meter provider; its CPU per turn over new's is what tracing");
+  console.log("costs a turn (the lowest and highest of the rounds').");
 }
 
 // ------------------------------------------------------------------ main
@@ -316,13 +371,13 @@ console.log(
 const rows = [];
 for (const w of WORKLOADS) {
   console.log(`\n${w.name}`);
-  const runs = { base: [], new: [] };
-  const tally = { base: { turns: 0, overflowed: 0 }, new: { turns: 0, overflowed: 0 } };
+  const runs = { base: [], new: [], traced: [] };
+  const tally = Object.fromEntries(ORDER.map((s) => [s, { turns: 0, overflowed: 0 }]));
   const byRound = [];
   for (let i = 0; i < P.rounds; i++) {
-    byRound.push({ base: [], new: [] });
-    // base first in even rounds, new first in odd ones: a drift of the machine weighs on both.
-    for (const side of i % 2 ? ["new", "base"] : ["base", "new"]) {
+    byRound.push({ base: [], new: [], traced: [] });
+    // Each round starts with another side: a drift of the machine weighs on all.
+    for (const side of [...ORDER.slice(i % 3), ...ORDER.slice(0, i % 3)]) {
       const rs = await sideRound(SIDES[side], w, P);
       const good = rs.filter((r) => r.ok);
       // A turn that overflowed is a result of the real run (counted, and left out of the medians); any other failure is the harness's.
@@ -333,16 +388,19 @@ for (const w of WORKLOADS) {
       tally[side].turns += rs.length;
       tally[side].overflowed += over;
       console.log(
-        `  ${side.padEnd(4)} #${i + 1}: ${good.length}/${rs.length} turns whole${over ? ` (${over} overflowed)` : ""}${good.length ? `: ${figuresText(figures(good, P.n))}` : ""}`,
+        `  ${side.padEnd(6)} #${i + 1}: ${good.length}/${rs.length} turns whole${over ? ` (${over} overflowed)` : ""}${good.length ? `: ${figuresText(figures(good, P.n))}` : ""}`,
       );
     }
   }
-  if (runs.base.length && runs.new.length) {
-    const pairs = byRound.filter((r) => r.base.length && r.new.length).map((r) => [figures(r.base, P.n), figures(r.new, P.n)]);
-    rows.push(...rowsOf(w, figures(runs.base, P.n), figures(runs.new, P.n), pairs));
+  if (runs.base.length && runs.new.length && runs.traced.length) {
+    const pairs = byRound
+      .filter((r) => r.base.length && r.new.length && r.traced.length)
+      .map((r) => [figures(r.base, P.n), figures(r.new, P.n), figures(r.traced, P.n)]);
+    rows.push(...rowsOf(w, figures(runs.base, P.n), figures(runs.new, P.n), figures(runs.traced, P.n), pairs));
   }
   const overText = (t) => `${t.overflowed} of ${t.turns}`;
-  rows.push([w.name, "turns that overflowed (left out above)", overText(tally.base), overText(tally.new), "–", "–", "–", ""]);
+  const over = [overText(tally.base), overText(tally.new), "–", "–", overText(tally.traced), "–", "–", "–", ""];
+  rows.push([w.name, "turns that overflowed (left out above)", ...over]);
 }
 if (rows.length) printTable(rows);
 console.log(`\ntotal ${((performance.now() - t0) / 1000).toFixed(1)} s`);

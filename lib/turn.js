@@ -22,6 +22,7 @@ const signals = require("./signals.js");
  *   interrupt: (key: number) => Promise<void>,
  *   answer: (key: number, approval: string, kind: "decision" | "other" | "failed", value: string) => void,
  *   release: (key: number) => void,
+ *   telemetry?: import("./telemetry.js").Telemetry,
  *   counters: ArrayBuffer,
  *   layout: import("./stream.js").Layout,
  * }} Ops
@@ -135,6 +136,8 @@ class TurnState {
     this.result.catch(() => {});
     /** @type {() => void} */
     this.cleanup = () => {};
+    /** Its spans, when the client is traced (`lib/telemetry.js`). */
+    this.traced = ops.telemetry?.turn();
     this.loops = new Loops(new Cursor(() => ops.take(key), ops.counters, ops.layout), {
       // A loop ends the way the result settles.
       end: () => this.result.then(() => DONE),
@@ -158,8 +161,9 @@ class TurnState {
    * @param {any} b
    * @param {any} c
    * @param {any} d
+   * @param {any} [e]
    */
-  news(kind, a, b, c, d) {
+  news(kind, a, b, c, d, e) {
     switch (kind) {
       case "id":
         this.gotId = true;
@@ -174,6 +178,7 @@ class TurnState {
         this.loops.serve();
         break;
       case "ended":
+        this.traced?.end(e, b); // telemetry: the core's record, and the error
         this.ended(a, b, c, d);
         break;
     }
@@ -188,7 +193,9 @@ class TurnState {
     };
     let answer;
     try {
-      answer = /** @type {Handler} */ (this.handler)(request);
+      const handler = /** @type {Handler} */ (this.handler);
+      // Traced: in the turn span's context (its own spans are the turn's).
+      answer = this.traced === undefined ? handler(request) : this.traced.run(handler, request);
     } catch (e) {
       failed(e);
       return;

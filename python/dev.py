@@ -60,6 +60,8 @@ PINS = [
     "auditwheel==6.8.*",
     # the sdist check: sdist, then a wheel from it, each in an isolated env
     "build==1.6.*",
+    # the telemetry tests' in-memory exporters (koma_sdk[otel] needs only the API, which it brings)
+    "opentelemetry-sdk==1.45.*",
 ]
 # What the documented testing example needs beside koma_sdk
 # (python/examples/testing): downloaded once into WHEELHOUSE, from which the
@@ -298,7 +300,8 @@ def check_contents(wheel: Path) -> None:
 
 
 OFFLINE_TURN = r"""
-import asyncio, os, tempfile
+import asyncio, os, sys, tempfile
+from importlib import metadata
 from koma_sdk import Client
 from koma_sdk.sim import path
 
@@ -313,6 +316,15 @@ async def main():
         assert result.tool_calls[0].approval == "allow", result
         print("a turn against the wheel's koma-sim:", result.status, "-", result.output)
     assert path().startswith(os.path.dirname(__import__("koma_sdk").__file__))
+    # OpenTelemetry is the extra koma_sdk[otel]: the install brought none of
+    # it (nor any other dependency), and the package imported none of it.
+    otel = [m for m in sys.modules if m.startswith("opentelemetry")]
+    assert not otel, otel
+    installed = sorted(d.metadata["Name"].lower() for d in metadata.distributions())
+    assert [n for n in installed if n not in ("pip", "setuptools")] == ["koma-sdk"], installed
+    requires = metadata.requires("koma-sdk") or []
+    assert all("extra ==" in r for r in requires), requires
+    print("installed: koma-sdk and nothing else; requires only", requires, "; no opentelemetry module imported")
 
 asyncio.run(main())
 """

@@ -402,9 +402,11 @@ const { simPath } = require("@koma/sdk/sim");
     if (item.name === "output" && item.data.turn === turn) output += item.data.text.length;
     if (item.name === "turn_finished" && item.data.turn === turn) { finished = item.data.status; break; }
   }
+  const ran = await client.run({ text: "fix notes.txt" }, { onApproval: "allow" });
   await client.close();
   const addon = Object.keys(require.cache).find((k) => k.endsWith(".node"));
-  console.log(JSON.stringify({ simPath, addon, version: hello.binary.version, turn, finished, output }));
+  const otel = Object.keys(require.cache).filter((k) => k.includes("@opentelemetry"));
+  console.log(JSON.stringify({ simPath, addon, version: hello.binary.version, turn, finished, output, run: ran.status, otel }));
 })().catch((err) => { console.error(err); process.exit(1); });
 `;
 
@@ -435,10 +437,19 @@ export function installAndRun(tarballs, platform) {
     if (!inside(got.simPath)) fail(`simPath is ${got.simPath}, not in ${pkgDir}`);
     if (!got.addon || !inside(got.addon)) fail(`the addon came from ${got.addon}, not from ${pkgDir}`);
     if (got.finished !== "completed" || !(got.output > 0)) fail(`the turn: ${r.stdout}`);
+    if (got.run !== "completed") fail(`run(): ${r.stdout}`);
     const rel = (p) => relative(app, p).split(sep).join("/");
     lines.push(
-      `turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}`,
+      `turn ${got.turn} ${got.finished} (${got.output} characters of output) against simPath ${rel(got.simPath)}, addon ${rel(got.addon)}; run() ${got.run}`,
     );
+    // OpenTelemetry is an optional peer: the install brings none of it (nor
+    // any other dependency), and the package loads none of it.
+    const installed = readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith("."));
+    const scoped = readdirSync(join(app, "node_modules", "@koma")).sort();
+    if (installed.join() !== "@koma" || scoped.join() !== ["sdk", `sdk-${platform}`].sort().join())
+      fail(`the install holds more than @koma/sdk and its platform package: ${installed.join(", ")} (@koma: ${scoped.join(", ")})`);
+    if (got.otel.length) fail(`modules of OpenTelemetry were loaded: ${got.otel.join(", ")}`);
+    lines.push(`installed: @koma/${scoped.join(", @koma/")} and nothing else; no @opentelemetry module loaded`);
 
     // The documented testing example (docs/testing.md), unchanged, from the
     // installed package: the app and its node:test tests, with

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
+use koma_transport::telemetry::TelemetryOptions;
 use koma_transport::turns::Entry;
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe, TraceKinds};
@@ -21,6 +22,7 @@ use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
 use crate::options::{call_options, client_options, duration, spawn_mode, CallOptions, ClientOptions};
 use crate::stream;
+use crate::telemetry;
 use crate::trace;
 use crate::turn;
 use crate::values::as_string;
@@ -51,14 +53,14 @@ fn env_trace() -> bool {
 }
 
 /// The core's options for `new Client(options)`.
-fn connection_options(options: ClientOptions) -> std::result::Result<ConnectionOptions, KomaError> {
+fn connection_options(options: &ClientOptions) -> std::result::Result<ConnectionOptions, KomaError> {
     let bad = |e: KomaError| KomaError::new(ErrorCode::InvalidParams, format!("new Client: {}", e.message));
     let mut env: Vec<(OsString, OsString)> =
-        options.env.unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        options.env.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     env.sort();
     let launch = LaunchOptions {
-        executable: options.executable.into(),
-        cwd: options.cwd.map(Into::into),
+        executable: options.executable.clone().into(),
+        cwd: options.cwd.clone().map(Into::into),
         env,
         spawn: spawn_mode()?,
     };
@@ -91,8 +93,19 @@ impl Client {
     #[napi(catch_unwind, constructor, ts_args_type = "options: ClientOptions")]
     pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js::new(env);
-        let mut options = client_options(js, options).and_then(connection_options).map_err(|e| throw(js, &e))?;
+        let given = client_options(js, options).map_err(|e| throw(js, &e))?;
+        let mut options = connection_options(&given).map_err(|e| throw(js, &e))?;
         let env_data = EnvData::of(js, on_wake)?;
+        // OpenTelemetry: a telemetry object when the application traces (see `telemetry.rs`).
+        let content = given.capture_content.unwrap_or(false);
+        let tracer_provider = given.tracer_provider;
+        let meter_provider = given.meter_provider;
+        let wanted = telemetry::Wanted { tracer_provider, meter_provider };
+        let telemetry =
+            if given.telemetry == Some(false) { None } else { telemetry::make(js, &env_data, &this, wanted) };
+        if telemetry.is_some() {
+            options.telemetry = Some(TelemetryOptions { content });
+        }
         // Records for the `koma-sdk:trace` channel are kept only if someone
         // listens when the client is made: otherwise a frame costs one branch.
         let traced = trace::subscribed(js, &env_data);
@@ -102,7 +115,7 @@ impl Client {
         // The connection wakes the JavaScript thread through the
         // environment's one threadsafe function, naming this client.
         let (id, waker) = env_data.wakes.waker();
-        let ctx = Ctx::new(Connection::new(options, waker), env_data, id, traced);
+        let ctx = Ctx::new(Connection::new(options, waker), env_data, id, traced, telemetry);
         ctx.remember_client(js, &this)?;
         register(&ctx);
         Ok(Client { ctx })
@@ -171,6 +184,14 @@ impl Client {
     #[napi(catch_unwind, getter, ts_return_type = "number | null")]
     pub fn pid(&self) -> Option<u32> {
         self.ctx.conn.pid()
+    }
+
+    /// `lib/telemetry.js`'s: koma is to be started with this trace context
+    /// (`TRACEPARENT`, `TRACESTATE`) if it has not been started; not part of
+    /// the API (no typings; `index.js` takes it off the prototype).
+    #[napi(catch_unwind, js_name = "__traceContext", skip_typescript)]
+    pub fn trace_context(&self, trace_id: String, span_id: String, flags: u32, trace_state: String) -> bool {
+        telemetry::trace_context(&self.ctx, &trace_id, &span_id, flags, &trace_state)
     }
 
     /// Where the client is in its life, for `util.inspect` (`index.js`); not

@@ -43,6 +43,8 @@ pub struct JsState {
     pub ops: Option<OwnedRef>,
     /// The counters shared with the core, as an ArrayBuffer, once made.
     pub counters: Option<OwnedRef>,
+    /// Its OpenTelemetry object (`lib/telemetry.js`), when it is traced.
+    pub telemetry: Option<OwnedRef>,
     /// The Client's own object: held strongly while anything is outstanding,
     /// so a client with work in flight is never collected.
     client: Option<OwnedRef>,
@@ -57,12 +59,22 @@ pub struct Ctx {
     /// Its connection keeps trace records for JavaScript (see `trace.rs`):
     /// from its making, or from the first wake after a subscriber came.
     pub traced: Cell<bool>,
+    /// It is traced with OpenTelemetry (see `telemetry.rs`): the notes of its life go to it.
+    pub telemetry: bool,
     pub state: RefCell<JsState>,
 }
 
 impl Ctx {
-    pub fn new(conn: Connection, env: Rc<EnvData>, id: u64, traced: bool) -> Rc<Ctx> {
-        Rc::new(Ctx { conn, env, id, traced: Cell::new(traced), state: RefCell::new(JsState::default()) })
+    pub fn new(conn: Connection, env: Rc<EnvData>, id: u64, traced: bool, telemetry: Option<OwnedRef>) -> Rc<Ctx> {
+        let state = JsState { telemetry, ..JsState::default() };
+        Rc::new(Ctx {
+            conn,
+            env,
+            id,
+            traced: Cell::new(traced),
+            telemetry: state.telemetry.is_some(),
+            state: RefCell::new(state),
+        })
     }
 
     /// The Client's own object, unless it was collected.
@@ -101,6 +113,7 @@ impl Ctx {
         st.turns.clear();
         st.ops = None;
         st.counters = None;
+        st.telemetry = None;
         st.client = None;
     }
 }

@@ -61,7 +61,7 @@ fn deliver(js: Js, env: &EnvData, ctxs: &[Rc<Ctx>]) {
         for ctx in ctxs {
             // Draining first re-arms the client's wake-up, whatever happens while delivering.
             let completions = ctx.conn.drain();
-            if ctx.traced.get() {
+            if ctx.traced.get() || ctx.telemetry {
                 // Published before the answers they show are settled.
                 trace::publish(ctx, js);
             }

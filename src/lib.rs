@@ -8,6 +8,7 @@
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
 //! - `stream.rs`: the native side of the streams of events (`lib/stream.js`);
 //! - `trace.rs`: trace records published on the `koma-sdk:trace` channel (`lib/trace.js`);
+//! - `telemetry.rs`: OpenTelemetry's route (`lib/telemetry.js` makes the spans and metrics);
 //! - `glue.rs`: where `index.js` registers the package's JavaScript half (`lib/`);
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
@@ -30,6 +31,7 @@ mod glue;
 mod handles;
 mod options;
 mod stream;
+mod telemetry;
 #[cfg(feature = "testing")]
 mod testing;
 mod trace;
@@ -39,3 +41,4 @@ mod wake;
 
 pub use client::*;
 pub use glue::*;
+pub use telemetry::telemetry_table;

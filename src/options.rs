@@ -16,13 +16,18 @@ use crate::handles::Js;
 use crate::values::{as_object, as_string, describe, get, is_nullish, kind, own_keys};
 
 /// `new Client(options)`'s options, read (their typings: `ClientOptions`).
-pub struct ClientOptions {
+pub struct ClientOptions<'e> {
     pub executable: String,
     pub cwd: Option<String>,
     pub env: Option<HashMap<String, String>>,
     pub trace: Option<bool>,
     /// `None`: not given; `Some(None)`: `null`, no bound.
     pub hello_timeout: Option<Option<f64>>,
+    // ---- OpenTelemetry (see docs/tracing.md)
+    pub telemetry: Option<bool>,
+    pub tracer_provider: Option<Object<'e>>,
+    pub meter_provider: Option<Object<'e>>,
+    pub capture_content: Option<bool>,
 }
 
 /// A call's options, read (their typings: `CallOptions`).
@@ -99,12 +104,26 @@ fn signal<'e>(js: Js<'e>, obj: &Object<'e>, what: &str) -> Result<Option<Object<
 }
 
 /// `new Client(options)`'s options.
-pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaError> {
+pub fn client_options<'e>(js: Js<'e>, v: Option<Unknown<'e>>) -> Result<ClientOptions<'e>, KomaError> {
     const WHAT: &str = "new Client";
     let obj = v.and_then(as_object).ok_or_else(|| {
-        invalid(format!("{WHAT}: options must be an object {{ executable, cwd?, env?, trace?, helloTimeout? }}"))
+        invalid(format!(
+            "{WHAT}: options must be an object {{ executable, cwd?, env?, trace?, helloTimeout?, telemetry?, \
+             tracerProvider?, meterProvider?, captureContent? }}"
+        ))
     })?;
-    check_keys(&obj, WHAT, &["executable", "cwd", "env", "trace", "helloTimeout"], |_| None)?;
+    let known = [
+        "executable",
+        "cwd",
+        "env",
+        "trace",
+        "helloTimeout",
+        "telemetry",
+        "tracerProvider",
+        "meterProvider",
+        "captureContent",
+    ];
+    check_keys(&obj, WHAT, &known, |_| None)?;
     let executable = match get(js, &obj, "executable") {
         Ok(v) => as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `executable` must be a string")))?,
         Err(why) => return Err(invalid(format!("{WHAT}: `executable` could not be read ({why})"))),
@@ -128,11 +147,7 @@ pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaE
             Some(vars)
         }
     };
-    let trace = match member(js, &obj, WHAT, "trace")? {
-        None => None,
-        Some(v) if kind(&v) == ValueType::Boolean => bool::from_unknown(v).ok(),
-        Some(_) => return Err(invalid(format!("{WHAT}: `trace` must be a boolean"))),
-    };
+    let trace = boolean(js, &obj, WHAT, "trace")?;
     let hello_timeout = match get(js, &obj, "helloTimeout") {
         Ok(v) if kind(&v) == ValueType::Undefined => None,
         Ok(v) if kind(&v) == ValueType::Null => Some(None),
@@ -141,7 +156,38 @@ pub fn client_options(js: Js, v: Option<Unknown>) -> Result<ClientOptions, KomaE
         )),
         Err(why) => return Err(invalid(format!("{WHAT}: `helloTimeout` could not be read ({why})"))),
     };
-    Ok(ClientOptions { executable, cwd: string_member(js, &obj, WHAT, "cwd")?, env, trace, hello_timeout })
+    Ok(ClientOptions {
+        executable,
+        cwd: string_member(js, &obj, WHAT, "cwd")?,
+        env,
+        trace,
+        hello_timeout,
+        telemetry: boolean(js, &obj, WHAT, "telemetry")?,
+        tracer_provider: provider(js, &obj, "tracerProvider", "getTracer")?,
+        meter_provider: provider(js, &obj, "meterProvider", "getMeter")?,
+        capture_content: boolean(js, &obj, WHAT, "captureContent")?,
+    })
+}
+
+fn boolean(js: Js, obj: &Object, what: &str, name: &str) -> Result<Option<bool>, KomaError> {
+    match member(js, obj, what, name)? {
+        None => Ok(None),
+        Some(v) if kind(&v) == ValueType::Boolean => Ok(bool::from_unknown(v).ok()),
+        Some(_) => Err(invalid(format!("{what}: `{name}` must be a boolean"))),
+    }
+}
+
+/// An OpenTelemetry provider: an object with the method `getter` (`getTracer`, `getMeter`).
+fn provider<'e>(js: Js<'e>, obj: &Object<'e>, name: &str, getter: &str) -> Result<Option<Object<'e>>, KomaError> {
+    const WHAT: &str = "new Client";
+    let Some(v) = member(js, obj, WHAT, name)? else { return Ok(None) };
+    let kind_of = if name == "tracerProvider" { "TracerProvider" } else { "MeterProvider" };
+    let bad = || invalid(format!("{WHAT}: `{name}` must be an OpenTelemetry {kind_of} (an object with {getter}())"));
+    let p = as_object(v).ok_or_else(bad)?;
+    match get(js, &p, getter) {
+        Ok(f) if kind(&f) == ValueType::Function => Ok(Some(p)),
+        _ => Err(bad()),
+    }
 }
 
 /// A call's options (its optional last argument); `what` is its name.

@@ -50,10 +50,17 @@ pub fn keep(ctx: &Ctx) {
 }
 
 /// Publish what the client's connection kept since the last wake (called
-/// after its completions were drained, in the same wake).
+/// after its completions were drained, in the same wake); the notes also go
+/// to the client's OpenTelemetry object, if it has one.
 pub fn publish(ctx: &Ctx, js: Js) {
     let records = ctx.conn.take_trace();
     if records.is_empty() {
+        return;
+    }
+    if ctx.telemetry {
+        crate::telemetry::notes(ctx, js, &records);
+    }
+    if !ctx.traced.get() {
         return;
     }
     let published = || -> napi::Result<()> {

@@ -14,7 +14,7 @@ use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsVa
 use crate::abort::{aborted, reason_name};
 use crate::call::{call, stringify, Started};
 use crate::context::Ctx;
-use crate::handles::{coded_error, function, put_lifted, Js, OwnedRef};
+use crate::handles::{coded_error, function, put_lifted, text, Js, OwnedRef};
 use crate::options::{duration, turn_options, CallOptions, TurnArgs};
 use crate::stream::{counters, take_value};
 use crate::values::{as_string, is_nullish};
@@ -22,8 +22,9 @@ use crate::values::{as_string, is_nullish};
 /// `lib/turn.js`'s `makeTurn(ops, key, what, handler, signal, stopped)`.
 type MakeTurn<'e> =
     Function<'e, FnArgs<(Unknown<'e>, f64, &'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Object<'e>>;
-/// A Turn's `news(kind, a, b, c, d)`.
-type News<'e> = Function<'e, FnArgs<(&'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
+/// A Turn's `news(kind, a, b, c, d, e)`.
+type News<'e> =
+    Function<'e, FnArgs<(&'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
 
 /// Start a turn (`Entry::Turn`: a Turn; `Entry::Run`: the promise of its
 /// result). Whatever is wrong with the params or options fails the turn
@@ -83,7 +84,7 @@ pub fn enter<'e>(
         // Refused before the core could hold it (a client made before fork()).
         let result = koma_transport::turns::unstarted_result();
         let error = Some(koma_transport::turns::TurnError { error: e, cause: Cause::Client });
-        deliver(ctx, js, key, TurnNews::Ended { result, error });
+        deliver(ctx, js, key, TurnNews::Ended { result, error, telemetry: None });
     }
     made.get_named_property(if entry == Entry::Turn { "turn" } else { "result" })
 }
@@ -107,18 +108,23 @@ pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
         let f: News<'_> = Function::from_unknown(target)?;
         let u = js.undefined();
         let args = match news {
-            TurnNews::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u),
+            TurnNews::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u, u),
             TurnNews::Approval { approval, data } => {
                 let value = ctx.env.parse(js, data.text())?;
                 let value = put_lifted(js, value, data.lifts)?;
-                ("approval", js.to_value(approval.as_str())?, value, u, u)
+                ("approval", js.to_value(approval.as_str())?, value, u, u, u)
             }
-            TurnNews::Ready => ("ready", u, u, u, u),
-            TurnNews::Ended { result, error } => {
+            TurnNews::Ready => ("ready", u, u, u, u, u),
+            TurnNews::Ended { result, error, telemetry } => {
                 let value = ctx.env.parse(js, result.text())?;
                 let value = put_lifted(js, value, result.lifts)?;
+                // A traced turn's record, for `lib/telemetry.js` (JSON text).
+                let record = match telemetry {
+                    Some(t) => text(js, t.as_bytes())?,
+                    None => u,
+                };
                 match error {
-                    None => ("ended", value, u, u, u),
+                    None => ("ended", value, u, u, u, record),
                     Some(e) => {
                         let parse = ctx.env.json_parse(js).ok();
                         let err = coded_error(js, &e.error, parse.as_ref(), None)?;
@@ -127,7 +133,7 @@ pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
                             Cause::Stop => (js.to_value("stop")?, u),
                             Cause::Client => (u, u),
                         };
-                        ("ended", value, err, cause, approval)
+                        ("ended", value, err, cause, approval, record)
                     }
                 }
             }
@@ -156,6 +162,11 @@ fn ops<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
     let (buffer, layout) = counters(ctx, js)?;
     o.set_named_property("counters", buffer)?;
     o.set_named_property("layout", layout)?;
+    // The client's OpenTelemetry object, when it is traced (`lib/telemetry.js`).
+    let telemetry = ctx.state.borrow().telemetry.as_ref().map(|t| t.value(js)).transpose()?;
+    if let Some(t) = telemetry {
+        o.set_named_property("telemetry", t)?;
+    }
     let o = o.to_unknown();
     ctx.state.borrow_mut().ops = Some(OwnedRef::new(js, &ctx.env.life, &o, true)?);
     Ok(o)

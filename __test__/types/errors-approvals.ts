@@ -1,5 +1,8 @@
 // Type-checked with `tsc --strict` (typescript.test.mjs and `npm test`), never run:
 // the natural async approval handler, errors narrowed by `code`, `env: process.env`.
+import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+import { MeterProvider } from "@opentelemetry/sdk-metrics";
+import { trace, metrics } from "@opentelemetry/api";
 import {
   Client,
   KomaError,
@@ -127,6 +130,20 @@ export function environment(): void {
   void new Client({ executable: "koma", env: { ...process.env, KOMA_SIM_DELAY_MS: "0" } });
   // @ts-expect-error a variable's value is a string
   void new Client({ executable: "koma", env: { N: 1 } });
+}
+
+export function telemetry(): void {
+  // The SDK's providers, and the API's globals, are what the options take.
+  void new Client({
+    executable: "koma",
+    tracerProvider: new BasicTracerProvider(),
+    meterProvider: new MeterProvider(),
+    captureContent: true,
+  });
+  void new Client({ executable: "koma", tracerProvider: trace.getTracerProvider(), meterProvider: metrics.getMeterProvider() });
+  void new Client({ executable: "koma", telemetry: false });
+  // @ts-expect-error a provider has getTracer()
+  void new Client({ executable: "koma", tracerProvider: {} });
 }
 
 export function options(ac: AbortController): void {

@@ -1,9 +1,12 @@
 """The turn workloads, base against new: one turn of N `output` events of B
 bytes (koma-sim's `bench_turn N B`, sent as fast as koma-sim can), taken
 three ways by koma_sdk as built from a base commit (imported as
-`koma_sdk_base`) and by this checkout's koma_sdk, both in this one process
-and alternated (base, new, then new, base, ...), against the same koma-sim
-(this checkout's bin/koma-sim, else the one koma_sdk ships):
+`koma_sdk_base`) and by this checkout's koma_sdk, both in this one process,
+and this checkout's traced with OpenTelemetry (`traced`: a tracer provider
+whose span processor exports to a no-op exporter, and a meter provider:
+every span and metric point is made), the three alternated (base, new,
+traced, then new, traced, base, ...), against the same koma-sim (this
+checkout's bin/koma-sim, else the one koma_sdk ships):
 
   run     `await client.run(...)`: host CPU per event
   turn    `async for item in client.turn(...)`, then `turn.result()`:
@@ -32,6 +35,9 @@ base wheel needs its maturin.
 
 The goals (the core turn layer's): run()'s main-thread CPU per event
 new/base <= 0.2; turn()'s and events()'s events/s new/base >= 1.0.
+Telemetry's: off (new) as fast as the base within the rounds' spread; on
+(traced) costs per turn, not per event (the row "CPU per turn, over new's"
+says how much).
 """
 
 from __future__ import annotations
@@ -191,9 +197,33 @@ async def one_turn(c: Any, w: Workload, p: Sizes) -> dict[str, Any]:
     }
 
 
-async def side_round(mod: ModuleType, w: Workload, p: Sizes) -> list[dict[str, Any]]:
+def traced_options() -> dict[str, Any]:
+    """The traced side's options: spans made and exported to nothing, metrics recorded."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Nothing(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(Nothing()))
+    return {
+        "tracer_provider": tracer_provider,
+        "meter_provider": MeterProvider(metric_readers=[InMemoryMetricReader()]),
+    }
+
+
+Side = tuple[ModuleType, dict[str, Any]]
+ORDER = ("base", "new", "traced")
+
+
+async def side_round(side: Side, w: Workload, p: Sizes) -> list[dict[str, Any]]:
     """One side's part of a round: a fresh client, `warm` turns not measured, then `turns` measured ones."""
-    c = mod.Client(sim_path(), env=sim_env())
+    mod, options = side
+    c = mod.Client(sim_path(), env=sim_env(), **options)
     runs: list[dict[str, Any]] = []
     try:
         await c.probe()
@@ -238,26 +268,37 @@ def figures_text(f: dict[str, float]) -> str:
     return f"{fmt_rate(f['rate'])}, CPU µs/event: main {u['main']}, koma-io {u['io']}, other {u['other']}, all {u['all']}; sim {u['sim']}"
 
 
+Figures = dict[str, float]
+
+
 def rows_of(
-    w: Workload, fb: dict[str, float], fn: dict[str, float], pairs: list[tuple[dict[str, float], dict[str, float]]]
+    w: Workload, fb: Figures, fn: Figures, ft: Figures, pairs: list[tuple[Figures, Figures, Figures]], n: int
 ) -> list[list[str]]:
-    """[workload, measure, base, new, new/base, the rounds' new/base, goal, met]
-    rows, from the medians of each side (`fb`, `fn`) and of each round
-    (`pairs`: base and new of the rounds where both had whole turns)."""
+    """[workload, measure, base, new, new/base, the rounds' new/base, traced,
+    traced/new, the rounds' traced/new, goal, met] rows, from the medians of
+    each side (`fb`, `fn`, `ft`) and of each round (`pairs`: base, new and
+    traced of the rounds where all had whole turns)."""
 
     def ratio_of(n: float, b: float) -> float:
         return n / b if b else float("nan")
+
+    def spread(rs: list[float]) -> str:
+        # The spread of the rounds' own ratios: how far apart two runs of one build land here.
+        rs = [r for r in rs if math.isfinite(r)]
+        return f"{min(rs):.2f}-{max(rs):.2f}x" if len(rs) > 1 else "-"
+
+    def x(r: float) -> str:
+        return f"{r:.2f}x" if math.isfinite(r) else "n/a"
 
     def row(
         measure: str, key: str, fmt: Callable[[float], str], goal: tuple[str, Callable[[float], bool]] | None = None
     ) -> list[str]:
         ratio = ratio_of(fn[key], fb[key])
         met = ("met" if goal[1](ratio) else "NOT met") if goal else ""
-        # The spread of the rounds' own ratios: how far apart two runs of one build land here.
-        rs = [r for r in (ratio_of(n[key], b[key]) for b, n in pairs) if math.isfinite(r)]
-        spread = f"{min(rs):.2f}-{max(rs):.2f}x" if len(rs) > 1 else "-"
-        shown = f"{ratio:.2f}x" if math.isfinite(ratio) else "n/a"
-        return [w.name, measure, fmt(fb[key]), fmt(fn[key]), shown, spread, goal[0] if goal else "-", met]
+        rs = spread([ratio_of(nw[key], b[key]) for b, nw, _ in pairs])
+        ts = spread([ratio_of(t[key], nw[key]) for _, nw, t in pairs])
+        traced = [fmt(ft[key]), x(ratio_of(ft[key], fn[key])), ts]
+        return [w.name, measure, fmt(fb[key]), fmt(fn[key]), x(ratio), rs, *traced, goal[0] if goal else "-", met]
 
     if w.key == "run":
         rows = [
@@ -271,11 +312,43 @@ def rows_of(
         ]
     rows.append(row("koma-io threads' CPU per event", "io", fmt_us))
     rows.append(row("all threads' CPU per event", "all", fmt_us))
+    # What tracing costs a turn: the traced side's CPU per turn over new's.
+    extra = [(t["all"] - nw["all"]) * n for _, nw, t in pairs]
+    lo = f"{extra_us(min(extra))} to {extra_us(max(extra))}" if len(extra) > 1 else "-"
+    dash = ["-"] * 4
+    rows.append(
+        [
+            w.name,
+            "all threads' CPU per turn, over new's",
+            *dash,
+            extra_us((ft["all"] - fn["all"]) * n),
+            "-",
+            lo,
+            "-",
+            "",
+        ]
+    )
     return rows
 
 
+def extra_us(s: float) -> str:
+    return f"{s * 1e6:.0f} µs" if math.isfinite(s) else "n/a"
+
+
 def print_table(rows: list[list[str]]) -> None:
-    head = ["workload", "measure", "base (median)", "new (median)", "new/base", "rounds' new/base", "goal", ""]
+    head = [
+        "workload",
+        "measure",
+        "base (median)",
+        "new (median)",
+        "new/base",
+        "rounds' new/base",
+        "traced (median)",
+        "traced/new",
+        "rounds' traced/new",
+        "goal",
+        "",
+    ]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     print()
     print("  ".join(h.ljust(widths[i]) for i, h in enumerate(head)))
@@ -283,16 +356,30 @@ def print_table(rows: list[list[str]]) -> None:
     for r in rows:
         print("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)))
     print("\n### Markdown\n")
-    md = ["Workload", "Measure", "Base (median)", "New (median)", "New / base", "Rounds' new / base", "Goal", "Met"]
+    md = [
+        "Workload",
+        "Measure",
+        "Base (median)",
+        "New (median)",
+        "New / base",
+        "Rounds' new / base",
+        "Traced (median)",
+        "Traced / new",
+        "Rounds' traced / new",
+        "Goal",
+        "Met",
+    ]
     print("| " + " | ".join(md) + " |")
-    print("|" + "|".join("---:" if 2 <= i <= 5 else "---" for i in range(len(md))) + "|")
+    print("|" + "|".join("---:" if 2 <= i <= 8 else "---" for i in range(len(md))) + "|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print(
         "\nMedians over every measured turn of every round. CPU per event: the thread group's CPU time over the turn (schedstat), over N;"
         "\nmain = the event loop's thread, koma-io = the core's I/O threads, all = time.process_time() (every thread of this process)."
         "\nEvents/s: N over the turn's wall time, from the call to its result. Rounds' new/base: the lowest and highest"
-        "\nof the rounds' own ratios (each round's medians), the spread to read a ratio against."
+        "\nof the rounds' own ratios (each round's medians), the spread to read a ratio against. Traced: new, with a"
+        "\ntracer provider exporting to a no-op exporter and a meter provider; its CPU per turn over new's is what tracing"
+        "\ncosts a turn (the lowest and highest of the rounds')."
     )
 
 
@@ -335,7 +422,7 @@ async def main() -> int:
             raise RuntimeError("the base and the new koma_sdk are one module")
         how = "--base" if args.base else "the merge-base with main"
         base_text = f"{sha[:7]} ({how}), {PACKAGE} from {Path(base.__file__ or '').parent}"
-    sides = {"base": base, "new": koma_sdk}
+    sides: dict[str, Side] = {"base": (base, {}), "new": (koma_sdk, {}), "traced": (koma_sdk, traced_options())}
 
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(
@@ -354,13 +441,13 @@ async def main() -> int:
     t0 = time.perf_counter()
     for w in WORKLOADS:
         print(f"\n{w.name}")
-        runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
+        runs: dict[str, list[dict[str, Any]]] = {side: [] for side in ORDER}
         tally = {side: {"turns": 0, "overflowed": 0} for side in sides}
         by_round: list[dict[str, list[dict[str, Any]]]] = []
         for i in range(p.rounds):
-            by_round.append({"base": [], "new": []})
-            # base first in even rounds, new first in odd ones: a drift of the machine weighs on both.
-            for side in ("new", "base") if i % 2 else ("base", "new"):
+            by_round.append({side: [] for side in ORDER})
+            # Each round starts with another side: a drift of the machine weighs on all.
+            for side in (*ORDER[i % 3 :], *ORDER[: i % 3]):
                 rs = await side_round(sides[side], w, p)
                 good = [r for r in rs if r["ok"]]
                 # A turn that overflowed is a result of the real run (counted, and
@@ -377,14 +464,18 @@ async def main() -> int:
                 tally[side]["overflowed"] += over
                 shown = f": {figures_text(figures(good, p.n))}" if good else ""
                 overflowed = f" ({over} overflowed)" if over else ""
-                print(f"  {side:<4} #{i + 1}: {len(good)}/{len(rs)} turns whole{overflowed}{shown}", flush=True)
-        if runs["base"] and runs["new"]:
-            pairs = [(figures(r["base"], p.n), figures(r["new"], p.n)) for r in by_round if r["base"] and r["new"]]
-            rows += rows_of(w, figures(runs["base"], p.n), figures(runs["new"], p.n), pairs)
+                print(f"  {side:<6} #{i + 1}: {len(good)}/{len(rs)} turns whole{overflowed}{shown}", flush=True)
+        if all(runs[side] for side in ORDER):
+            pairs = [
+                (figures(r["base"], p.n), figures(r["new"], p.n), figures(r["traced"], p.n))
+                for r in by_round
+                if all(r[side] for side in ORDER)
+            ]
+            fig = [figures(runs[side], p.n) for side in ORDER]
+            rows += rows_of(w, fig[0], fig[1], fig[2], pairs, p.n)
         over_text = {side: f"{t['overflowed']} of {t['turns']}" for side, t in tally.items()}
-        rows.append(
-            [w.name, "turns that overflowed (left out above)", over_text["base"], over_text["new"], "-", "-", "-", ""]
-        )
+        over = [over_text["base"], over_text["new"], "-", "-", over_text["traced"], "-", "-", "-", ""]
+        rows.append([w.name, "turns that overflowed (left out above)", *over])
     if rows:
         print_table(rows)
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")

@@ -18,7 +18,7 @@ from typing import (
     Union,
 )
 
-from . import _backend
+from . import _backend, _telemetry
 from ._args import params as _params
 from ._args import seconds as _seconds
 from ._errors import KomaError, invalid
@@ -168,7 +168,12 @@ class Client(Methods):
     does `KOMA_SDK_TRACE=1`, or that logger enabled for DEBUG when the
     client is made); koma's stderr lines go to `koma_sdk.stderr` and the
     notes of the client's life to `koma_sdk` (see the README, "Logging").
-    Bad arguments raise `KomaError` with code `invalid_params`."""
+    With `opentelemetry-api` installed (`koma_sdk[otel]`) and a provider set,
+    the client makes spans and metrics (see the README, "Tracing with
+    OpenTelemetry"): `tracer_provider` and `meter_provider` replace the
+    global ones, `telemetry=False` turns them off for this client, and
+    `capture_content=True` records the prompt, output and tool input and
+    output. Bad arguments raise `KomaError` with code `invalid_params`."""
 
     def __init__(
         self,
@@ -178,14 +183,29 @@ class Client(Methods):
         env: Mapping[str, str] | None = None,
         trace: bool = False,
         hello_timeout: float | None = 15.0,
+        telemetry: bool = True,
+        tracer_provider: _telemetry.TracerProviderLike | None = None,
+        meter_provider: _telemetry.MeterProviderLike | None = None,
+        capture_content: bool = False,
     ) -> None:
         exe = _path("executable", executable)
         cwd_bytes = None if cwd is None else _path("cwd", cwd)
         env_list = _env(env)
-        if not isinstance(trace, bool):
-            raise invalid("Client: `trace` must be a bool")
+        for name, flag in (("trace", trace), ("telemetry", telemetry), ("capture_content", capture_content)):
+            if not isinstance(flag, bool):
+                raise invalid(f"Client: `{name}` must be a bool")
+        for name, provider, getter in (
+            ("tracer_provider", tracer_provider, "get_tracer"),
+            ("meter_provider", meter_provider, "get_meter"),
+        ):
+            if provider is not None and not callable(getattr(provider, getter, None)):
+                kind = "TracerProvider" if getter == "get_tracer" else "MeterProvider"
+                raise invalid(f"Client: `{name}` must be an OpenTelemetry {kind} (with {getter}())")
         hello = _seconds("`hello_timeout`", hello_timeout)
-        self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello)
+        #: OpenTelemetry's spans and metrics of this client, when it is traced (`_telemetry`).
+        self._telemetry = _telemetry.make(tracer_provider, meter_provider) if telemetry else None
+        traced = None if self._telemetry is None else capture_content
+        self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello, traced)
         self._calls: dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
@@ -226,7 +246,7 @@ class Client(Methods):
         """One wake: log its trace records, settle every call it answered,
         then serve the events."""
         try:
-            tokens, joined, lifts, others, news, trace = self._native.deliver()
+            tokens, joined, lifts, others, news, trace, notes = self._native.deliver()
         except KomaError as e:
             self._fail_all(e)
             return
@@ -235,6 +255,11 @@ class Client(Methods):
                 log_trace(trace)
             except Exception:
                 pass  # a logging filter that raises must not fail the client's calls
+        if notes is not None and self._telemetry is not None:
+            try:
+                self._telemetry.notes(notes)  # the client's span and metrics
+            except Exception:
+                pass  # nor may telemetry
         calls = self._calls
         if joined is not None:
             try:
@@ -288,6 +313,11 @@ class Client(Methods):
             raise
 
     async def _call(self, method: str, params: Any, timeout: Any) -> Any:
+        if self._telemetry is not None:  # a traced client: the call in its span
+            return await self._telemetry.call(method, self._native, self._send(method, params, timeout))
+        return await self._send(method, params, timeout)
+
+    async def _send(self, method: str, params: Any, timeout: Any) -> Any:
         seconds = _seconds("`timeout`", timeout)
         body = _params(method, params)
         backend = self._bind()
@@ -312,6 +342,11 @@ class Client(Methods):
 
     async def probe(self, *, timeout: float | None = None) -> Hello:
         """Start the child if needed; the checked hello."""
+        if self._telemetry is not None:  # a traced client: the call in its span
+            return await self._telemetry.call("probe", self._native, self._probe(timeout))
+        return await self._probe(timeout)
+
+    async def _probe(self, timeout: float | None) -> Hello:
         seconds = _seconds("`timeout`", timeout)
         backend = self._bind()
         native = self._native
@@ -342,6 +377,11 @@ class Client(Methods):
         """Detach if it can (bounded), else end stdin, SIGTERM, SIGKILL, each
         after a grace. Idempotent; afterwards nothing of the client is left
         (process, descriptor, task). Pending calls get `delivery_unknown`."""
+        if self._telemetry is not None:  # a traced client: the call in its span
+            return await self._telemetry.call("close", self._native, self._close())
+        return await self._close()
+
+    async def _close(self) -> None:
         native = self._native
         token = native.token()
         if native.close(token):

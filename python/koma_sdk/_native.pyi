@@ -16,6 +16,7 @@ __all__ = [
     "SLOT_TAKEN_BYTES",
     "census",
     "init",
+    "telemetry_table",
 ]
 
 SLOT_EPOCH: Final[int]
@@ -37,12 +38,12 @@ _TurnNews = (
     tuple[int, Literal["id"], str, None, None, None]
     | tuple[int, Literal["approval"], str, bytes, list[_LiftEntry], None]
     | tuple[int, Literal["ready"], None, None, None, None]
-    | tuple[int, Literal["ended"], bytes, list[_LiftEntry], KomaError | None, str | None, str | None]
+    | tuple[int, Literal["ended"], bytes, list[_LiftEntry], KomaError | None, str | None, str | None, str | None]
 )
 #: A trace record: `(pid, kind, direction, text)`.
 _TraceRecord = tuple[int | None, str, str | None, str]
 #: One wake: `(tokens, joined results, their lifts, (token, error or None,
-#: failed) of the rest, turn news, trace records)`.
+#: failed) of the rest, turn news, trace records, a traced client's notes as JSON)`.
 _Delivered = tuple[
     list[int],
     bytes | None,
@@ -50,10 +51,12 @@ _Delivered = tuple[
     list[tuple[int, KomaError | None, bool]],
     list[_TurnNews],
     list[_TraceRecord],
+    str | None,
 ]
 
 def init(error_factory: Callable[..., KomaError]) -> None: ...
 def census() -> tuple[int, int]: ...
+def telemetry_table() -> str: ...
 
 @final
 class NativeClient:
@@ -64,6 +67,7 @@ class NativeClient:
         env: list[tuple[bytes, bytes]],
         trace: bool,
         hello_timeout: float | None,
+        telemetry: bool | None = None,
     ) -> NativeClient: ...
     def token(self) -> int: ...
     def request(self, token: int, method: str, params: bytes | None, timeout: float | None) -> None: ...
@@ -71,6 +75,7 @@ class NativeClient:
     def abandon(self, token: int) -> None: ...
     def close(self, token: int) -> bool: ...
     def deliver(self) -> _Delivered: ...
+    def trace_context(self, trace_id: str, span_id: str, flags: int, trace_state: str) -> bool: ...
     def take_events(self, wait: bool) -> _Taken | None: ...
     def open_turn(
         self,

@@ -89,6 +89,7 @@ class Turn:
         "_thrown",
         "_tasks",
         "_cursor",
+        "_traced",
         "waiting",
         "__weakref__",
     )
@@ -116,6 +117,10 @@ class Turn:
         except KomaError as e:
             refused = e
         mode_text = mode if mode is None or isinstance(mode, str) else repr(mode)
+        tel = client._telemetry  # a traced client: the turn's spans, in the caller's context
+        if tel is not None:
+            tel.starting(native)
+        self._traced = None if tel is None else tel.turn()
         client._turns[key] = self
         try:
             native.open_turn(key, what, params, mode_text, _approvals(on_approval), seconds, refused)
@@ -137,6 +142,8 @@ class Turn:
         elif kind == "ready":
             serve(self.waiting, self._cursor.next)
         elif kind == "ended":
+            if self._traced is not None:
+                self._traced.end(args[5], args[2])  # telemetry: the core's record, and the error
             self._ended(_value(args[0], args[1]), args[2], args[3], args[4])
 
     def _ask(self, approval: str, request: Any) -> None:
@@ -154,7 +161,11 @@ class Turn:
             native.answer_approval(key, approval, "failed", f"{type(e).__name__}: {e}")
 
         try:
-            answer = self._handler(request) if self._handler is not None else None
+            handler, traced = self._handler, self._traced
+            if handler is None:
+                answer = None
+            else:  # traced: in the turn span's context (its own spans are the turn's)
+                answer = handler(request) if traced is None else traced.run(handler, request)
         except Exception as e:
             failed(e)
             return

@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
+use koma_transport::connection::client_note;
 use koma_transport::events::{End, Take};
 use koma_transport::raw_json::RawJson;
 use koma_transport::stop::Why;
+use koma_transport::telemetry::{TelemetryOptions, TraceContext};
 use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
@@ -41,6 +43,8 @@ pub struct NativeClient {
     counters: Arc<EventCounters>,
     /// The view of `counters` lent to the package's event queue, released on drop.
     view: Mutex<Option<Py<PyAny>>>,
+    /// Traced with OpenTelemetry: the notes of its life go to `koma_sdk._telemetry`.
+    telemetry: bool,
 }
 
 /// Run `f`, turning a panic into the package's `KomaError`: a panic must
@@ -67,9 +71,10 @@ impl NativeClient {
     /// Check the options and make the connection; nothing starts yet. The
     /// connection keeps its trace for the package's loggers: koma's stderr
     /// lines and the notes of its life always, the frames if `trace` (or
-    /// `KOMA_SDK_TRACE`) asks; nothing is printed.
+    /// `KOMA_SDK_TRACE`) asks; nothing is printed. `telemetry`: the client
+    /// is traced with OpenTelemetry (`True`: content is recorded too).
     #[new]
-    #[pyo3(signature = (executable, cwd, env, trace, hello_timeout))]
+    #[pyo3(signature = (executable, cwd, env, trace, hello_timeout, telemetry=None))]
     fn new(
         py: Python<'_>,
         executable: Vec<u8>,
@@ -77,6 +82,7 @@ impl NativeClient {
         env: Vec<(Vec<u8>, Vec<u8>)>,
         trace: bool,
         hello_timeout: Option<f64>,
+        telemetry: Option<bool>,
     ) -> PyResult<Self> {
         guarded(py, "making a client", || {
             let Settings { spawn, trace: env_trace } = process_settings().clone().map_err(|e| raise(py, &e))?;
@@ -103,11 +109,13 @@ impl NativeClient {
                 label: "koma_sdk".into(),
                 hello_timeout,
                 wording: Wording { naming: Naming::Snake, durations: DurationUnit::Seconds },
+                telemetry: telemetry.map(|content| TelemetryOptions { content }),
                 ..Default::default()
             };
             let conn = Connection::new(options, Box::new(FdWaker(wake.clone())));
             let counters = conn.event_counters();
-            Ok(NativeClient { conn, wake, counters, view: Mutex::new(None) })
+            let telemetry = telemetry.is_some();
+            Ok(NativeClient { conn, wake, counters, view: Mutex::new(None), telemetry })
         })
     }
 
@@ -169,13 +177,15 @@ impl NativeClient {
     }
 
     /// Everything one wake brought: `(tokens, joined, lifts, others, news,
-    /// trace)`. The results of `tokens` are the items of `joined`, one JSON
+    /// trace, notes)`. The results of `tokens` are the items of `joined`, one JSON
     /// array for one `json.loads`, whose long strings go back at `lifts`
     /// (`(index, *path, text)`); `others` are `(token, value, failed)`: an
     /// error, or `None` for a call done with nothing (`close`, a turn's
     /// interrupt); `news` are `(key, kind, a, b, c, d)` of turns (see
     /// `turn_news`); `trace` the trace records, `(pid, kind, direction,
-    /// line)` (see `trace_tuple`).
+    /// line)` (see `trace_tuple`); `notes` what the notes among them do to a
+    /// traced client's span, as one JSON text (`[note, ...]`, each the core's
+    /// `connection::client_note`), or `None`.
     fn deliver<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         guarded(py, "delivering results", || {
             // Readiness first: a wake after this point makes it readable again.
@@ -183,7 +193,25 @@ impl NativeClient {
             let completions = self.conn.drain();
             // After the drain, in the same wake (see `Connection::take_trace`).
             let trace = self.conn.take_trace();
-            deliver(py, completions, trace)
+            let notes: Vec<String> =
+                if self.telemetry { trace.iter().filter_map(client_note).collect() } else { Vec::new() };
+            let notes = (!notes.is_empty()).then(|| format!("[{}]", notes.join(",")));
+            deliver(py, completions, trace, notes)
+        })
+    }
+
+    /// koma is to be started with this trace context (`TRACEPARENT`,
+    /// `TRACESTATE`), if it has not been started: whether it will be.
+    fn trace_context(
+        &self,
+        py: Python<'_>,
+        trace_id: &str,
+        span_id: &str,
+        flags: u8,
+        trace_state: &str,
+    ) -> PyResult<bool> {
+        guarded(py, "passing the trace context", || {
+            Ok(TraceContext::new(trace_id, span_id, flags, trace_state).is_some_and(|c| self.conn.trace_context(c)))
         })
     }
 
@@ -409,6 +437,7 @@ fn deliver<'py>(
     py: Python<'py>,
     completions: Vec<Completion>,
     trace: Vec<TraceRecord>,
+    notes: Option<String>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let mut tokens: Vec<u64> = Vec::new();
     let mut joined: Vec<u8> = Vec::new();
@@ -446,7 +475,7 @@ fn deliver<'py>(
         records.push(trace_tuple(py, r)?);
     }
     let lists = (PyList::new(py, lifts)?, PyList::new(py, others)?, PyList::new(py, news)?, PyList::new(py, records)?);
-    (tokens, joined, lists.0, lists.1, lists.2, lists.3).into_pyobject(py)
+    (tokens, joined, lists.0, lists.1, lists.2, lists.3, notes).into_pyobject(py)
 }
 
 /// A trace record as `(pid or None, kind, direction or None, line)`: its
@@ -459,8 +488,9 @@ fn trace_tuple<'py>(py: Python<'py>, r: &TraceRecord) -> PyResult<Bound<'py, PyT
 
 /// A turn's news as `(key, kind, a, b, c, d)`: `("id", id)`, `("approval",
 /// approval, json, lifts)`, `("ready",)`, `("ended", json, lifts, error or
-/// None, cause, approval)` with `cause` "handler", "stop" or None. A JSON
-/// value is one array of one item (its lifts say `(0, *path, text)`).
+/// None, cause, approval, record)` with `cause` "handler", "stop" or None,
+/// and `record` a traced turn's record (JSON text, see `koma_transport::telemetry`)
+/// or None. A JSON value is one array of one item (its lifts say `(0, *path, text)`).
 fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'py, PyTuple>> {
     let none = || py.None().into_bound(py);
     let (kind, a, b, c, d) = match news {
@@ -470,7 +500,7 @@ fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'
             ("approval", approval.into_pyobject(py)?.into_any(), json, lifts, none())
         }
         TurnNews::Ready => ("ready", none(), none(), none(), none()),
-        TurnNews::Ended { result, error } => {
+        TurnNews::Ended { result, error, telemetry } => {
             let (json, lifts) = one_value(py, &result)?;
             let (error, cause) = match error {
                 None => (none(), (none(), none())),
@@ -483,7 +513,7 @@ fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'
                     (error_object(py, &e.error)?, cause)
                 }
             };
-            let ended = (key, "ended", json, lifts, error, cause.0, cause.1);
+            let ended = (key, "ended", json, lifts, error, cause.0, cause.1, telemetry);
             return ended.into_pyobject(py);
         }
     };

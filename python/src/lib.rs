@@ -32,11 +32,19 @@ fn census() -> (usize, usize) {
     (c.connections, c.timers)
 }
 
+/// The core's table of what a traced client shows OpenTelemetry (JSON text;
+/// see `koma_transport::telemetry::table`).
+#[pyfunction]
+fn telemetry_table() -> &'static str {
+    koma_transport::telemetry::table()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(census, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry_table, m)?)?;
     m.add("SLOT_EPOCH", EventCounters::EPOCH)?;
     m.add("SLOT_TAKEN", EventCounters::TAKEN)?;
     m.add("SLOT_BATCH_EPOCH", EventCounters::BATCH_EPOCH)?;

@@ -21,6 +21,7 @@ from helpers import HANG, ROOT, SIM, MakeClient
 from koma_sdk import Client, KomaError
 from koma_sdk._stream import STRIDE
 from koma_sdk.pytest_plugin import FakeKomaFactory
+from spans import Node, Tracing
 
 pytestmark = pytest.mark.anyio
 
@@ -209,11 +210,25 @@ class BodyError(Exception):
     """The loop's body failed (the scenario's own error)."""
 
 
+def check_spans(nodes: list[Node], expected: list[dict[str, Any]], path: str) -> None:
+    """`spans`: the spans under the scenario's own, in the order they started:
+    each its name, a subset of its attributes, its `error` (error.type; none
+    unless given) and its `children` (none unless given)."""
+    assert [n.name for n in nodes] == [e["name"] for e in expected], f"{path}: the spans under it"
+    for n, e in zip(nodes, expected, strict=True):
+        here = f"{path} > {e['name']}"
+        for k, v in e.get("attributes", {}).items():
+            assert n.attributes.get(k) == v, f"{here}: {k} in {n.attributes!r}"
+        assert n.error == e.get("error"), f"{here}: error.type"
+        check_spans(n.children, e.get("children", []), here)
+
+
 class Runner:
-    def __init__(self, client: Client, tg: Any, scenario: dict[str, Any]) -> None:
+    def __init__(self, client: Client, tg: Any, scenario: dict[str, Any], tracing: Tracing | None = None) -> None:
         self.client = client
         self.tg = tg
         self.scenario = scenario
+        self.tracing = tracing
         self.turns: dict[str, TurnRec] = {}
         self.loops: dict[str, LoopRec] = {}
         self.saved: dict[str, Any] = {}
@@ -221,7 +236,16 @@ class Runner:
         self.runs = 0
 
     async def run(self) -> None:
-        await self.steps(self.scenario["steps"])
+        if self.tracing is None:
+            await self.steps(self.scenario["steps"])
+            return
+        # The steps in a span of the scenario's own, then close() (the client's span ends).
+        with self.tracing.tracer.start_as_current_span("scenario"):
+            await self.steps(self.scenario["steps"])
+            await within(self.client.close(), "close()")
+        roots = self.tracing.tree()
+        assert [n.name for n in roots] == ["scenario"], "every span is under the scenario's"
+        check_spans(roots[0].children, self.scenario["spans"], "scenario")
 
     async def steps(self, steps: list[dict[str, Any]]) -> None:
         for i, step in enumerate(steps):
@@ -705,24 +729,30 @@ class Runner:
 async def test_scenario(sim_client: MakeClient, fake_koma: FakeKomaFactory, scenario: dict[str, Any]) -> None:
     sim = scenario.get("sim", {})
     koma = None
+    # A scenario that says its spans is traced, with an in-memory exporter.
+    tracing = Tracing() if "spans" in scenario else None
+    traced = tracing.providers() if tracing is not None else {}
     if "scenario" in sim:
         # koma-sim plays a script (koma_sdk.testing: checked, written, recorded).
         faults = ",".join(sim.get("faults", ()))
         env = {**({"KOMA_SIM_FAULT": faults} if faults else {}), **sim.get("env", {})}
         koma = fake_koma(sim["scenario"], executable=SIM, delay_ms=sim.get("delay_ms", 0), env=env)
-        c = koma.client
+        # A traced scenario's client is made here, with the fake's options (the fake closes its own).
+        c = Client(koma.executable, env=koma.env, **traced) if traced else koma.client
     else:
-        c = sim_client(faults=sim.get("faults", ()), delay_ms=sim.get("delay_ms", 0), env=sim.get("env"))
+        c = sim_client(faults=sim.get("faults", ()), delay_ms=sim.get("delay_ms", 0), env=sim.get("env"), **traced)
     failure: BaseException | None = None
     async with anyio.create_task_group() as tg:
         try:
-            await Runner(c, tg, scenario).run()
+            await Runner(c, tg, scenario, tracing).run()
         except Exception as e:  # noqa: BLE001 - raised below, outside the task group
             failure = e
         # What still runs in the background (a loop over events(), a run
         # waiting on its handler) ends with the client.
         tg.cancel_scope.cancel()
     if koma is not None:
+        if c is not koma.client:
+            await c.close()
         await koma.aclose()
     if failure is not None:
         raise failure

@@ -107,6 +107,15 @@ async def policy(request: ApprovalRequestedData) -> Decision:
     return "allow" if request["tool"] == "write_file" else "deny"
 
 
+def traced_client(executable: str) -> Client:
+    """The SDK's providers are what the telemetry keywords take."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    Client(executable, telemetry=False)
+    return Client(executable, tracer_provider=TracerProvider(), meter_provider=MeterProvider(), capture_content=True)
+
+
 def sync_policy(request: ApprovalRequestedData) -> Decision:
     return "deny" if request["input"] is None else "allow"
 

@@ -16,6 +16,7 @@
 //! - [`child`]: launching `koma sdk serve` (one spawner thread) and watching the process (pidfds);
 //! - [`limits`]: the protocol's version and bounds;
 //! - [`turns`]: the turn layer: which consumer each event belongs to, what a turn collected and how it ended;
+//! - [`telemetry`]: what a client shows OpenTelemetry (spans, metrics, koma's trace context), for the host to make;
 //! - [`connection`]: the actors that tie these together (supervisor, reader, writer, stderr drain).
 //!
 //! The host calls [`Connection`] from its own thread; completions are
@@ -41,6 +42,7 @@ pub mod stderr;
 pub mod stop;
 pub mod surface;
 pub mod tables;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tid;

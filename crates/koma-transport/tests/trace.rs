@@ -5,6 +5,7 @@
 mod common;
 
 use common::{serial, sim_launch, Client};
+use koma_transport::child::ExitInfo;
 use koma_transport::connection::{Direction, TRACE_KEPT_RECORDS};
 use koma_transport::{ConnectionOptions, ErrorCode, Outcome, TraceKinds, TraceRecord, Traced};
 
@@ -58,7 +59,7 @@ fn the_host_takes_the_frames_stderr_lines_and_notes_of_a_session_naming_the_clie
             Traced::Spawned,
             Traced::Hello { version: "0.1.0".into() },
             Traced::Detach { by_close: true },
-            Traced::Exit("exited with code 0".into()),
+            Traced::Exit(ExitInfo { code: Some(0), signal: None }),
             Traced::Closed,
         ]
     );
@@ -86,7 +87,7 @@ fn a_failure_is_a_note_with_its_error() {
     assert_eq!(failed.len(), 1, "{records:#?}");
     assert_eq!(failed[0].code, ErrorCode::TransportFailure);
     assert!(e.message.ends_with(&failed[0].message), "the call's error says why: {}", e.message);
-    assert!(records.iter().any(|r| r.what == Traced::Exit("was killed by signal 9 (SIGKILL)".into())));
+    assert!(records.iter().any(|r| r.what == Traced::Exit(ExitInfo { code: None, signal: Some(9) })));
     assert!(records.iter().all(|r| !matches!(r.what, Traced::Frame { .. } | Traced::Stderr(_))), "notes only");
 }
 

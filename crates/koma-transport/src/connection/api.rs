@@ -26,6 +26,7 @@ use crate::events::{End, Take};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::stop::Why;
+use crate::telemetry::TraceContext;
 use crate::turns::{Answer, TurnSpec};
 
 /// One client's connection. Cheap to clone.
@@ -367,6 +368,23 @@ impl Connection {
             self.link.signals.request_stop(stop);
         }
         Closing::Wait
+    }
+
+    /// The trace context the child is started with (`TRACEPARENT` and
+    /// `TRACESTATE` in its environment, unless `env` gives either: see
+    /// `crate::telemetry`), if it has not been started yet; whether it will
+    /// be. A host traces the client's life from the call that starts it, and
+    /// hands over that span's context first.
+    pub fn trace_context(&self, context: TraceContext) -> bool {
+        if self.link.foreign().is_some() {
+            return false;
+        }
+        let mut s = self.link.lock();
+        if s.phase != Phase::NotStarted {
+            return false;
+        }
+        s.child.trace_context = Some(context);
+        true
     }
 
     // ---- the turn layer (see `crate::turns`)

@@ -51,7 +51,7 @@ pub(super) struct Link {
 impl Link {
     pub fn new(options: ConnectionOptions, waker: Box<dyn Waker>) -> Self {
         Link {
-            shared: Mutex::new(Shared::new(options.wording)),
+            shared: Mutex::new(Shared::new(options.wording, options.telemetry)),
             waker,
             trace: Trace::new(&options),
             options,
@@ -307,7 +307,7 @@ impl Drop for Link {
             // The mutex is not taken (`get_mut` only borrows), and what it
             // guards is leaked, as are the tasks' signals.
             let shared = self.shared.get_mut().unwrap_or_else(|p| p.into_inner());
-            std::mem::forget(std::mem::replace(shared, Shared::new(self.options.wording)));
+            std::mem::forget(std::mem::replace(shared, Shared::new(self.options.wording, None)));
             std::mem::forget(std::mem::replace(&mut self.signals, Signals::new()));
         }
     }

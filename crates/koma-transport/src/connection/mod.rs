@@ -12,7 +12,8 @@
 //!   `stderr_lines.rs`); `timers.rs`: the calls' deadlines;
 //! - `trace.rs`: what the connection shows of what it sees, as records
 //!   (`trace_record.rs`) printed to stderr or queued for the host, bounded
-//!   (`trace_queue.rs`), and taken with the wakes;
+//!   (`trace_queue.rs`), and taken with the wakes; `telemetry_note.rs`:
+//!   what a note does to a traced client's OpenTelemetry span;
 //! - `link.rs`: what every actor holds: the state behind one mutex
 //!   (`state.rs`, grouped by concern, with `phase.rs`, `stdin.rs` and
 //!   `deadline.rs`), the tasks' signals (`signals.rs`), the trace, the lease
@@ -43,6 +44,7 @@ mod state;
 mod stderr_lines;
 mod stdin;
 mod supervise;
+mod telemetry_note;
 mod timers;
 mod trace;
 mod trace_queue;
@@ -59,6 +61,7 @@ pub use options::Faults;
 pub use options::{ConnectionOptions, TraceKinds};
 pub use route::{batch_data_index, BATCH_STRIDE};
 pub use supervise::{DETACH_GRACE, EXIT_EOF_GRACE, LAST_WORDS_GRACE, STOP_GRACE};
+pub use telemetry_note::client_note;
 pub use trace_queue::{TRACE_KEPT_BYTES, TRACE_KEPT_RECORDS};
 pub use trace_record::{Direction, TraceRecord, Traced};
 pub use waker::Waker;

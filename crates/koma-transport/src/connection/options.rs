@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::child::LaunchOptions;
+use crate::telemetry::TelemetryOptions;
 use crate::wording::Wording;
 
 #[derive(Clone, Debug, Default)]
@@ -24,6 +25,10 @@ pub struct ConnectionOptions {
     pub hello_timeout: Option<Duration>,
     /// How the host's users spell option names and durations, for messages.
     pub wording: Wording,
+    /// The application traces the client (see `crate::telemetry`): its
+    /// turns keep a timeline for their record, and the notes of its life
+    /// are kept for the host. `None`: nothing is recorded.
+    pub telemetry: Option<TelemetryOptions>,
     /// Faults to inject, for tests.
     #[cfg(feature = "testing")]
     pub faults: Faults,

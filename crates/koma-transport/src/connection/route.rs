@@ -210,6 +210,9 @@ pub(super) fn apply(link: &Link, frames: Vec<Routed<'_>>) -> Result<(), KomaErro
                     continue; // not pending: unknown, answered or abandoned
                 };
                 s.session.lifecycle.answered(&request.method, matches!(body, RoutedBody::Result(_)));
+                if let RoutedBody::Result(raw) = &body {
+                    s.turns.answered_session(&request.method, raw.text()); // telemetry: the session of create/resume
+                }
                 let outcome = match body {
                     RoutedBody::Result(raw) => Outcome::Result(raw),
                     RoutedBody::Error(e) => Outcome::Error(KomaError::remote(e)),

@@ -15,6 +15,7 @@ use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::pending::PendingTable;
 use crate::stderr::StderrRing;
+use crate::telemetry::{TelemetryOptions, TraceContext};
 use crate::turns::Turns;
 use crate::wording::Wording;
 
@@ -87,6 +88,8 @@ pub(super) struct ChildSlot {
     pub process: Option<Arc<Process>>,
     /// The supervisor has finished: the child is reaped, every task and descriptor is gone.
     pub supervisor_done: bool,
+    /// The trace context the child is to be started with (see `Connection::trace_context`).
+    pub trace_context: Option<TraceContext>,
 }
 
 /// Which waiting calls to settle.
@@ -99,7 +102,7 @@ pub(super) enum Scope {
 }
 
 impl Shared {
-    pub fn new(wording: Wording) -> Self {
+    pub fn new(wording: Wording, telemetry: Option<TelemetryOptions>) -> Self {
         Shared {
             phase: Phase::NotStarted,
             calls: Calls::default(),
@@ -115,7 +118,7 @@ impl Shared {
             stdin: Stdin::default(),
             stderr: StderrRing::default(),
             child: ChildSlot::default(),
-            turns: Turns::new(wording),
+            turns: Turns::new(wording).traced(telemetry),
         }
     }
 

@@ -69,7 +69,13 @@ pub(super) fn start(link: Arc<Link>) {
 
 async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
     let launched = match spawner {
-        Ok(spawner) => child::launch(&spawner, link.options.launch.clone()).await,
+        Ok(spawner) => {
+            let mut launch = link.options.launch.clone();
+            if let Some(context) = link.lock().child.trace_context.take() {
+                context.apply(&mut launch);
+            }
+            child::launch(&spawner, launch).await
+        }
         Err(e) => Err(e),
     };
     let spawned = match launched {
@@ -226,7 +232,7 @@ fn exited(link: &Link, info: ExitInfo) {
         let mut s = link.lock();
         s.stdin.fd = None;
         s.stdin.writer = None; // the writer task ends, and closes stdin
-        link.note(&mut s, || Traced::Exit(info.describe()));
+        link.note(&mut s, || Traced::Exit(info));
         link.wake_if_needed(s);
     }
     link.signals.exit.send_replace(Some(info));

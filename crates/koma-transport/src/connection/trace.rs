@@ -40,7 +40,10 @@ fn bits(k: TraceKinds) -> u8 {
 impl Trace {
     pub fn new(options: &ConnectionOptions) -> Trace {
         let label = if options.label.is_empty() { "koma-transport" } else { options.label.as_str() };
-        let kept = bits(options.trace_records);
+        let mut records = options.trace_records;
+        // A traced client's span is told of its life by the notes.
+        records.notes |= options.telemetry.is_some();
+        let kept = bits(records);
         let printed = if options.trace { FRAMES | STDERR | NOTES } else { 0 };
         Trace {
             print: options.trace,

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use crate::child::ExitInfo;
 use crate::error::KomaError;
 use crate::quote::escape_text;
 
@@ -30,8 +31,8 @@ pub enum Traced {
     Hello { version: String },
     /// A detach was written (by the application, or by close).
     Detach { by_close: bool },
-    /// The child exited: how (`exited with code 0`, `was killed by signal 9 (SIGKILL)`).
-    Exit(String),
+    /// The child exited: how (its text: `exited with code 0`, `was killed by signal 9 (SIGKILL)`).
+    Exit(ExitInfo),
     /// The client failed with this error.
     Failed(KomaError),
     /// `close()` is done: the child is reaped, every task and descriptor gone.
@@ -103,7 +104,7 @@ impl TraceRecord {
             Traced::Hello { version } => format!("hello checked, koma {version}"),
             Traced::Detach { by_close: false } => "detach written".to_owned(),
             Traced::Detach { by_close: true } => "detach written by close()".to_owned(),
-            Traced::Exit(how) => format!("koma {how}"),
+            Traced::Exit(how) => format!("koma {}", how.describe()),
             // Its message may quote koma's last lines of stderr: they stay lines.
             Traced::Failed(e) => format!("failed: {}: {}", e.code, escape_text(&e.message, true)),
             Traced::Closed => "closed".to_owned(),
@@ -139,7 +140,7 @@ impl TraceRecord {
     /// About how many bytes it holds (for the queue's bound).
     pub(super) fn size(&self) -> usize {
         let text = match &self.what {
-            Traced::Frame { text, .. } | Traced::Stderr(text) | Traced::Exit(text) => text.len(),
+            Traced::Frame { text, .. } | Traced::Stderr(text) => text.len(),
             Traced::Hello { version } => version.len(),
             Traced::Failed(e) => e.message.len(),
             _ => 0,

@@ -12,7 +12,8 @@
 //!   reads the turn (denied when nobody reads it, or when an overflow lost
 //!   the request before anyone saw it);
 //! - what leaving a loop early, a stop (abort, deadline), the client's
-//!   failure and close do to a turn ([`turn`]).
+//!   failure and close do to a turn ([`turn`]);
+//! - what a traced turn shows OpenTelemetry ([`telemetry`]).
 //!
 //! The rules, as a user meets them, are in `docs/semantics.md` ("Turns").
 
@@ -24,6 +25,9 @@ mod news;
 mod result;
 mod router;
 mod spec;
+mod telemetry;
+#[cfg(test)]
+mod telemetry_tests;
 #[cfg(test)]
 mod tests;
 mod text;

@@ -28,7 +28,8 @@ pub enum TurnNews {
     /// turn got so far). A turn that ends with no `Id` before never got one,
     /// and `error` is why: its id fails with it too. A loop over the turn
     /// ends the way this does: after its events, normally or with `error`.
-    Ended { result: RawJson, error: Option<TurnError> },
+    /// `telemetry`: a traced turn's record (JSON text; see `crate::telemetry`).
+    Ended { result: RawJson, error: Option<TurnError>, telemetry: Option<String> },
 }
 
 /// Why a turn's result fails.

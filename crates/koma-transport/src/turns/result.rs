@@ -15,15 +15,15 @@ use super::text::Text;
 /// (paths from the value).
 pub(super) use crate::raw_json::JsonValue as Value;
 
-struct ToolCall {
-    call: Option<String>,
-    tool: Option<String>,
-    input: Option<Value>,
-    output: Option<Value>,
-    error: Option<bool>,
+pub(super) struct ToolCall {
+    pub call: Option<String>,
+    pub tool: Option<String>,
+    pub input: Option<Value>,
+    pub output: Option<Value>,
+    pub error: Option<bool>,
     /// Its `tool_result` came (with or without an `output`).
-    done: bool,
-    approval: Option<Decision>,
+    pub done: bool,
+    pub approval: Option<Decision>,
 }
 
 #[derive(Default)]
@@ -50,8 +50,13 @@ impl Collected {
         self.tool_calls.push(ToolCall { call, tool, input, output: None, error: None, done: false, approval: None });
     }
 
+    /// The tool call a `tool_result` naming `call` is for: the first with that id.
+    pub fn find_call(&self, call: Option<&str>) -> Option<usize> {
+        self.tool_calls.iter().position(|c| call.is_some() && c.call.as_deref() == call)
+    }
+
     pub fn tool_result(&mut self, call: Option<&str>, output: Option<Value>, error: Option<bool>) {
-        if let Some(rec) = self.tool_calls.iter_mut().find(|c| call.is_some() && c.call.as_deref() == call) {
+        if let Some(rec) = self.find_call(call).map(|i| &mut self.tool_calls[i]) {
             rec.output = output;
             rec.error = error;
             rec.done = true;
@@ -74,10 +79,26 @@ impl Collected {
         self.status = status;
     }
 
+    // ---- read by a traced turn's record (`super::telemetry`)
+
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.tool_calls
+    }
+
+    /// The status as the result says it.
+    pub fn status(&self) -> &str {
+        self.status.as_deref().unwrap_or("unknown")
+    }
+
+    pub fn output_text(&self) -> String {
+        self.output.to_string_lossy()
+    }
+
     /// The result's JSON: `{turn, status, output, toolCalls, events,
     /// overflowed}` (see `TurnNews::Ended`), the output and the long strings
     /// of the tool calls lifted out.
     pub fn build(self, id: Option<&str>) -> RawJson {
+        let status = self.status().to_owned();
         let tool_calls = self
             .tool_calls
             .into_iter()
@@ -95,7 +116,7 @@ impl Collected {
             if self.output.is_empty() { LiftedText::Empty } else { LiftedText::Lifted(self.output.into_chars()) };
         JsonWriter::with_capacity(capacity).write(TurnResult {
             turn: id.map(str::to_owned),
-            status: self.status.unwrap_or_else(|| "unknown".to_owned()),
+            status,
             output,
             tool_calls,
             events: self.events,

@@ -27,12 +27,14 @@ use super::effects::{Effects, Send, What};
 use super::event::Event;
 use super::news::TurnNews;
 use super::spec::{Answer, Decision, TurnSpec};
+use super::telemetry::Tracing;
 use super::turn::{Reader, Turn};
 use super::unrouted::{Held, Note, Unrouted};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
 use crate::lift::LiftedString;
 use crate::stop::{deadline_error, given_up, Stopped, Why};
+use crate::telemetry::TelemetryOptions;
 use crate::wording::Wording;
 
 /// The stream of a turn that is over, kept for a loop that reads it.
@@ -52,11 +54,27 @@ pub struct Turns {
     /// Some approval waits for the host's thread (see [`Turns::decide_unread`]).
     undecided: bool,
     wording: Wording,
+    /// The client is traced: each turn keeps a timeline (`super::telemetry`).
+    tracing: Option<Tracing>,
 }
 
 impl Turns {
     pub fn new(wording: Wording) -> Self {
         Turns { wording, ..Default::default() }
+    }
+
+    /// The turns of a client with telemetry keep a timeline each (`super::telemetry`).
+    pub(crate) fn traced(mut self, telemetry: Option<TelemetryOptions>) -> Self {
+        self.tracing = telemetry.map(Tracing::new);
+        self
+    }
+
+    /// A request was answered with `result` (JSON text): a traced client's
+    /// turns take their conversation from `create` or `resume`.
+    pub(crate) fn answered_session(&mut self, method: &str, result: &[u8]) {
+        if let Some(t) = self.tracing.as_mut() {
+            t.answered(method, result);
+        }
     }
 
     /// No turn is open and no event waits for its consumer: every event goes
@@ -287,7 +305,9 @@ impl Turns {
         }
         let send = Send { key, what: What::Submit, method: checked.method, params: checked.params.clone() };
         self.fx.sends.push(send);
-        self.open.push(Turn::new(key, &checked));
+        let mut turn = Turn::new(key, &checked);
+        turn.timeline = self.tracing.as_ref().map(|t| t.timeline(&checked)); // telemetry
+        self.open.push(turn);
     }
 
     /// A request of turn `key` was given `token`.

@@ -142,7 +142,7 @@ impl H {
 
     fn ended(&self, key: u64) -> Option<(serde_json::Value, Option<(ErrorCode, Cause)>)> {
         self.news.iter().find_map(|(k, n)| match n {
-            TurnNews::Ended { result, error } if *k == key => Some((
+            TurnNews::Ended { result, error, .. } if *k == key => Some((
                 serde_json::from_slice(result.text()).unwrap(),
                 error.as_ref().map(|e| (e.error.code, e.cause.clone())),
             )),

@@ -60,6 +60,13 @@ impl Text {
         }
     }
 
+    pub fn to_string_lossy(&self) -> String {
+        match self {
+            Text::Latin1(bytes) => bytes.iter().map(|&b| char::from(b)).collect(),
+            Text::Utf16(units) => String::from_utf16_lossy(units),
+        }
+    }
+
     pub fn into_chars(self) -> Chars {
         match self {
             Text::Latin1(bytes) => {

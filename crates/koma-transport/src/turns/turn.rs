@@ -10,6 +10,7 @@ use super::event::Event;
 use super::news::{Cause, TurnError, TurnNews};
 use super::result::{Collected, Value};
 use super::spec::{quoted, Answer, Checked, Decision, Entry, Policy};
+use super::telemetry::Timeline;
 use super::unrouted::Note;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{Bound, Stream};
@@ -73,6 +74,8 @@ pub(super) struct Turn {
     interrupt_waiters: Vec<u64>,
     approvals: Approvals,
     collected: Collected,
+    /// A traced client's turn: its timeline (`super::telemetry`).
+    pub(super) timeline: Option<Box<Timeline>>,
 }
 
 impl Turn {
@@ -95,6 +98,7 @@ impl Turn {
             interrupt_waiters: Vec::new(),
             approvals: Approvals::default(),
             collected: Collected::default(),
+            timeline: None,
         }
     }
 
@@ -133,6 +137,9 @@ impl Turn {
     pub fn accept(&mut self, e: &Event<'_>, f: Option<&Fields<'_>>, fx: &mut Effects) -> Option<String> {
         self.collected.events += 1;
         let f = f?; // `state`, `diagnostic`: counted only
+        if let Some(t) = self.timeline.as_deref_mut() {
+            t.saw(e, f, &self.collected); // telemetry
+        }
         match e.name {
             "turn_started" => self.started = true,
             "output" => self.collected.output(f.text.as_deref(), data::lifted_field(&e.lifts, "text")),
@@ -211,6 +218,9 @@ impl Turn {
     }
 
     fn decide(&mut self, approval: String, call: Option<usize>, decision: Decision, how: How, fx: &mut Effects) {
+        if let Some(t) = self.timeline.as_deref_mut() {
+            t.answered(&approval, decision, how); // telemetry
+        }
         self.collected.approved(call, decision);
         let params = format!("{{\"approval\":{},\"decision\":\"{}\"}}", quoted(&approval), decision.as_str());
         fx.sends.push(Send { key: self.key, what: What::Approve, method: "approve", params: Some(params) });
@@ -232,6 +242,9 @@ impl Turn {
     /// The application answered `approval` with `approve`. Whether it was one of this turn's.
     pub fn answered_by_application(&mut self, approval: &str, decision: Decision) -> bool {
         let Some(p) = self.approvals.take(approval, &[Waits::Undecided, Waits::Application]) else { return false };
+        if let Some(t) = self.timeline.as_deref_mut() {
+            t.answered(approval, decision, How::Application); // telemetry
+        }
         self.collected.approved(p.call, decision);
         self.approvals.answered(p.approval, decision, How::Application);
         true
@@ -461,7 +474,6 @@ impl Turn {
             Id::Known(id) => Some(id.as_str()),
             _ => None,
         };
-        let result = std::mem::take(&mut self.collected).build(id);
         let error = if let Some(error) = self.failure.take() {
             Some(TurnError { error, cause: Cause::Client })
         } else if let Some((error, approval)) = self.refusal.take() {
@@ -469,7 +481,9 @@ impl Turn {
         } else {
             self.stop.take().map(|error| TurnError { error, cause: Cause::Stop })
         };
-        fx.news.push((self.key, TurnNews::Ended { result, error }));
+        let telemetry = self.timeline.take().map(|t| t.record(&self.collected, id, error.as_ref()));
+        let result = std::mem::take(&mut self.collected).build(id);
+        fx.news.push((self.key, TurnNews::Ended { result, error, telemetry }));
         fx.done.append(&mut self.interrupt_waiters);
     }
 }
