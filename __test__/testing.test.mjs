@@ -297,7 +297,7 @@ test("FakeKoma's options are checked, as new Client's are: an unknown or mistype
     ],
     [
       { client: { executable: SIM } },
-      "FakeKoma options: client: unknown option `executable` (`executable` is an option of the fake, beside `client`); the options are: cwd, trace, helloTimeout",
+      "FakeKoma options: client: unknown option `executable` (`executable` is an option of the fake, beside `client`); the options are: cwd, trace, helloTimeout, telemetry, tracerProvider, meterProvider, captureContent",
     ],
     [null, "FakeKoma options must be an object, not null"],
   ];

@@ -16,14 +16,30 @@ const CLIENT_OPTIONS = [
   ["cwd", (v) => typeof v === "string", "a string"],
   ["trace", (v) => typeof v === "boolean", "a boolean"],
   ["helloTimeout", (v) => v === null || (typeof v === "number" && Number.isFinite(v) && v >= 0), "a number of milliseconds >= 0, or null"],
+  ["telemetry", (v) => typeof v === "boolean", "a boolean"],
+  ["tracerProvider", (v) => hasMethod(v, "getTracer"), "an OpenTelemetry TracerProvider (an object with getTracer())"],
+  ["meterProvider", (v) => hasMethod(v, "getMeter"), "an OpenTelemetry MeterProvider (an object with getMeter())"],
+  ["captureContent", (v) => typeof v === "boolean", "a boolean"],
 ];
 /** @type {Option[]} */
 const FAKE_OPTIONS = [
   ["executable", (v) => typeof v === "string" && v !== "", "a non-empty string"],
   ["env", (v) => isRecord(v) && Object.values(v).every((x) => x === undefined || typeof x === "string"), "an object of strings"],
   ["delayMs", (v) => Number.isSafeInteger(v) && /** @type {number} */ (v) >= 0, "an integer of milliseconds >= 0"],
-  ["client", isRecord, "an object (the client's options: cwd, trace, helloTimeout)"],
+  [
+    "client",
+    isRecord,
+    "an object (the client's options: cwd, trace, helloTimeout, telemetry, tracerProvider, meterProvider, captureContent)",
+  ],
 ];
+
+/**
+ * @param {unknown} v
+ * @param {string} name
+ */
+function hasMethod(v, name) {
+  return v !== null && typeof v === "object" && typeof (/** @type {Record<string, unknown>} */ (v)[name]) === "function";
+}
 
 /**
  * @param {unknown} v
