@@ -318,7 +318,10 @@ test("on a platform the published package has no package for (Windows), @koma/sd
   writeFileSync(join(dir, "package.json"), JSON.stringify(manifest));
   const r = spawnSync(
     process.execPath,
-    ["-e", `try { require(${JSON.stringify(dir)}); console.log("loaded"); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`],
+    [
+      "-e",
+      `try { require(${JSON.stringify(dir)}); console.log("loaded"); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+    ],
     { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } },
   );
   assert.equal(r.status, 0, r.stderr);
