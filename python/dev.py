@@ -23,6 +23,7 @@ way. docs/python-internals.md says what each check proves.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -181,6 +182,38 @@ def macho_minos(data: bytes) -> tuple[int, int] | None:
     return None
 
 
+def macho_signed(data: bytes) -> bool | None:
+    """Whether a 64-bit Mach-O file's code signature matches it (the hash of
+    every page in its CodeDirectory); None when it has none. macOS on arm64
+    kills a program without one, or with one a later strip left stale."""
+
+    def le(at: int, n: int) -> int:
+        return int.from_bytes(data[at : at + n], "little")
+
+    def be(at: int, n: int) -> int:
+        return int.from_bytes(data[at : at + n], "big")
+
+    at = 32
+    for _ in range(le(16, 4)):
+        if le(at, 4) == 0x1D:  # LC_CODE_SIGNATURE
+            sig = le(at + 8, 4)
+            for i in range(be(sig + 8, 4) if be(sig, 4) == 0xFADE0CC0 else 0):
+                cd = sig + be(sig + 12 + i * 8 + 4, 4)
+                if be(cd, 4) != 0xFADE0C02:  # a CodeDirectory
+                    continue
+                hashes, slots, limit = be(cd + 16, 4), be(cd + 28, 4), be(cd + 32, 4)
+                size, kind, page = data[cd + 36], data[cd + 37], 1 << data[cd + 39]
+                algo = {1: "sha1", 2: "sha256"}.get(kind)
+                return algo is not None and all(
+                    hashlib.new(algo, data[n * page : min((n + 1) * page, limit)]).digest()[:size]
+                    == data[cd + hashes + n * size : cd + hashes + (n + 1) * size]
+                    for n in range(slots)
+                )
+            return False
+        at += le(at + 4, 4)
+    return None
+
+
 def unstripped(data: bytes) -> list[str]:
     """What a stripped ELF binary has no more: its symbol table and debug sections."""
     return [s for s in elf_sections(data) if s == ".symtab" or s.startswith(".debug")]
@@ -272,6 +305,9 @@ def check_contents(wheel: Path) -> None:
                 minos = macho_minos(data)
                 if [(str(minos[0]), str(minos[1])) if minos else None] != macos:
                     problems.append(f"{name}: minimum macOS {minos}, not the {macos} of the wheel's tag")
+                signed = macho_signed(data)
+                if signed is False or (signed is None and kind == f"mach-o:{MACHO_CPUS['arm64']}"):
+                    problems.append(f"{name}: {'a stale' if signed is False else 'no'} code signature (macOS kills it)")
             left = unstripped(data) if kind.startswith("elf:") else []
             if left:
                 problems.append(f"{name}: not stripped ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''})")

@@ -161,7 +161,7 @@ async function main() {
         row.ran = "no emulator: the Mach-O files checked by release:dry --all";
         row.result = "built";
       } else {
-        row.ran = "release:dry --all: installed by name, a turn (install step of release:dry)";
+        row.ran = "(after release:dry --all)";
         row.result = "built";
       }
       row.time = `${secs(Date.now() - started)} (build ${secs(buildTime)})`;
@@ -213,6 +213,27 @@ async function main() {
         const dir = join(t.outDir(x), "wheel");
         for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(out, "wheels", f));
       }
+    }
+    // This machine's own packages, installed with no network, and a turn (npm and pip).
+    const host = built.find((x) => x.triple === rustHost());
+    const hostRow = rows.find((r) => r.target === rustHost());
+    if (ok && host && !noRun) {
+      step(`${host.triple}: the packages installed, and a turn`);
+      const startedHost = Date.now();
+      const npmRun = spawnSync(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--install", out], {
+        cwd: root,
+        stdio: "inherit",
+      });
+      const wheel = join(t.outDir(host), "wheel", readdirSync(join(t.outDir(host), "wheel"))[0]);
+      const pipRun = spawnSync("python3", [join(root, "python", "dev.py"), "check-wheel", wheel, "--install-only"], {
+        cwd: root,
+        stdio: "inherit",
+      });
+      hostRow.ran =
+        "the npm tarballs installed offline: a turn, the testing example (release:dry --install); the wheel installed offline: a turn, its testing example (dev.py check-wheel); the full suites are npm test's and dev.py test's";
+      hostRow.result = `npm: ${npmRun.status === 0 ? "passed" : "FAILED"}; wheel: ${pipRun.status === 0 ? "passed" : "FAILED"}`;
+      hostRow.ok = hostRow.ok && npmRun.status === 0 && pipRun.status === 0;
+      hostRow.time += ` + ${secs(Date.now() - startedHost)}`;
     }
   }
   if (selected.includes("windows") && !noRun) {

@@ -287,7 +287,7 @@ function checkBinary(label, data, target, kind) {
   let more = "";
   if (info.format === "macho") {
     const m = checkMachO(data, target, kind, problems);
-    more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed" : ""}`;
+    more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed (page hashes match)" : ""}`;
   }
   if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
   return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}${more}`;
@@ -307,6 +307,7 @@ export function checkMachO(data, target, kind, problems) {
   if (kind === "shared" && !m.exports.includes("napi_register_module_v1"))
     problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
   if (target.arch === "arm64" && !m.signed) problems.push("has no code signature (macOS on arm64 runs no unsigned code)");
+  if (m.signed && !m.signatureValid) problems.push("has a code signature whose page hashes do not match the file (macOS kills it)");
   return m;
 }
 

@@ -1,11 +1,14 @@
 // A reader of 64-bit Mach-O files (the two macOS targets), enough to check a
 // binary built for macOS on a machine that is not one: its cpu and kind, the
 // minimum macOS it asks for, the libraries it links, the symbols it exports,
-// and whether it carries a code signature (macOS on arm64 runs no binary
-// without one). Node's built-ins only: scripts/release-lib.mjs imports it,
-// which runs in bare Node containers too.
+// and whether it carries a code signature whose page hashes match the file
+// (macOS on arm64 kills a program whose signature is missing or stale, as
+// one is after a strip that does not sign again). Node's built-ins only:
+// scripts/release-lib.mjs imports it, which runs in bare Node containers too.
 //
-// The layout is Apple's <mach-o/loader.h> and <mach-o/nlist.h>.
+// The layout is Apple's <mach-o/loader.h>, <mach-o/nlist.h> and, for the
+// signature, the CodeDirectory of its code signing blobs (big-endian).
+import { createHash } from "node:crypto";
 
 const MH_MAGIC_64 = 0xfeedfacf;
 const CPUS = { 0x01000007: "x64", 0x0100000c: "arm64" };
@@ -52,6 +55,7 @@ export function readMachO(data) {
     dylibs: [],
     exports: [],
     signed: false,
+    signatureValid: null,
   };
   const cstr = (at) => data.toString("latin1", at, data.indexOf(0, at));
   let at = 32; // after mach_header_64
@@ -69,6 +73,7 @@ export function readMachO(data) {
       out.dylibs.push(cstr(at + data.readUInt32LE(at + 8)));
     } else if (cmd === LC_CODE_SIGNATURE) {
       out.signed = data.readUInt32LE(at + 12) > 0; // datasize
+      if (out.signed) out.signatureValid = pageHashesMatch(data, data.readUInt32LE(at + 8));
     } else if (cmd === LC_SYMTAB) {
       const symoff = data.readUInt32LE(at + 8);
       const nsyms = data.readUInt32LE(at + 12);
@@ -83,6 +88,34 @@ export function readMachO(data) {
     at += size;
   }
   return out;
+}
+
+const CSMAGIC_EMBEDDED_SIGNATURE = 0xfade0cc0;
+const CSMAGIC_CODEDIRECTORY = 0xfade0c02;
+const HASHES = { 1: "sha1", 2: "sha256" };
+
+/** Whether the code signature at `offset` holds a CodeDirectory whose hash of every page matches the file. */
+function pageHashesMatch(data, offset) {
+  if (data.readUInt32BE(offset) !== CSMAGIC_EMBEDDED_SIGNATURE) return false;
+  const count = data.readUInt32BE(offset + 8);
+  for (let i = 0; i < count; i++) {
+    const cd = offset + data.readUInt32BE(offset + 12 + i * 8 + 4);
+    if (data.readUInt32BE(cd) !== CSMAGIC_CODEDIRECTORY) continue;
+    const hashOffset = data.readUInt32BE(cd + 16);
+    const nCodeSlots = data.readUInt32BE(cd + 28);
+    const codeLimit = data.readUInt32BE(cd + 32);
+    const hashSize = data[cd + 36];
+    const algorithm = HASHES[data[cd + 37]];
+    const pageSize = 2 ** data[cd + 39];
+    if (!algorithm) return false;
+    for (let slot = 0; slot < nCodeSlots; slot++) {
+      const page = data.subarray(slot * pageSize, Math.min((slot + 1) * pageSize, codeLimit));
+      const want = data.subarray(cd + hashOffset + slot * hashSize, cd + hashOffset + (slot + 1) * hashSize);
+      if (!createHash(algorithm).update(page).digest().subarray(0, hashSize).equals(want)) return false;
+    }
+    return nCodeSlots === Math.ceil(codeLimit / pageSize);
+  }
+  return false;
 }
 
 /** The libraries macOS itself provides: /usr/lib and the system's frameworks. */

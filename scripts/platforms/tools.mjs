@@ -200,7 +200,8 @@ export function arm64Site(name, requirements, wheels = []) {
   const dir = join(cacheDir(), "python-arm64-site", name);
   rmSync(dir, { recursive: true, force: true });
   const args = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", dir];
-  const platform = ["--platform", "manylinux2014_aarch64", "--python-version", "3.11", "--implementation", "cp", "--only-binary=:all:"];
+  // The platform of Debian 12's arm64 Python: glibc 2.36.
+  const platform = ["--platform", "manylinux_2_36_aarch64", "--python-version", "3.11", "--implementation", "cp", "--only-binary=:all:"];
   sh(join(pipTools(), "python"), [...args, ...platform, ...requirements, ...wheels]);
   return dir;
 }
