@@ -136,20 +136,27 @@ export async function pythonSuiteArm64(target, wheel, spawn) {
   delete env.KOMA_SIM_PATH;
   delete env.VIRTUAL_ENV;
   const started = Date.now();
-  const r = await capture(python, ["-m", "pytest", "-q", "-p", "no:cacheprovider", join("python", "tests")], {
+  // Left out under qemu, for time (the figures are docs/platforms.md's): the
+  // trio half of the tests run under both loops (the same native calls as
+  // the asyncio half, through anyio), and the test that runs mypy --strict
+  // on the typing usage file (no native code of the package; mypy itself,
+  // emulated, passed its 180 s bound here).
+  const leftOut = ["-k", "not trio", "--deselect", "python/tests/test_client.py::test_the_typing_usage_file_passes_mypy_strict"];
+  const r = await capture(python, ["-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", ...leftOut, join("python", "tests")], {
     cwd: root,
     env,
     timeoutMs: 60 * 60000,
   });
   writeFileSync(join(outDir(target), "python-suite.txt"), r.out + r.err);
   const last = r.out.trim().split("\n").pop() ?? "";
+  const deselected = Number((last.match(/(\d+) deselected/) || [])[1] ?? 0);
   const n = (what) => Number((last.match(new RegExp(`(\\d+) ${what}`)) || [])[1] ?? 0);
   const failed = [...r.out.matchAll(/^FAILED (\S+)/gm)].map((m) => m[1]);
   say(`python suite (arm64 Python 3.11, qemu, KOMA_SDK_SPAWN=${spawn}): ${last} in ${secs(Date.now() - started)}`);
   if (failed.length) say(`failed: ${failed.join("; ")}`);
   return {
-    ran: `Python suite (pytest, asyncio and trio), Debian's arm64 Python 3.11 under qemu (${spawn} spawn path)`,
-    result: `${n("passed")} passed, ${n("skipped")} skipped, ${n("failed")} failed`,
+    ran: `Python suite (pytest; the asyncio half; not the mypy test), Debian's arm64 Python 3.11 under qemu (${spawn} spawn path)`,
+    result: `${n("passed")} passed, ${n("skipped")} skipped, ${n("failed")} failed (${deselected} left out)`,
     ok: r.code === 0 && n("passed") > 0,
     failed,
   };

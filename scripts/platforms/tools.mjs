@@ -200,8 +200,17 @@ export function arm64Site(name, requirements, wheels = []) {
   const dir = join(cacheDir(), "python-arm64-site", name);
   rmSync(dir, { recursive: true, force: true });
   const args = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", dir];
-  // The platform of Debian 12's arm64 Python: glibc 2.36.
-  const platform = ["--platform", "manylinux_2_36_aarch64", "--python-version", "3.11", "--implementation", "cp", "--only-binary=:all:"];
+  // Debian 12's arm64 Python: glibc 2.36, so every manylinux tag up to 2.36
+  // (pip does not widen a --platform it is given, as it does its own).
+  const glibcs = Array.from({ length: 36 - 17 + 1 }, (_, i) => `manylinux_2_${17 + i}_aarch64`);
+  const platform = [
+    ...["manylinux2014_aarch64", ...glibcs].flatMap((p) => ["--platform", p]),
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--only-binary=:all:",
+  ];
   sh(join(pipTools(), "python"), [...args, ...platform, ...requirements, ...wheels]);
   return dir;
 }
