@@ -123,7 +123,11 @@ async function main() {
   const venvBin = tools.pipTools();
   const rows = [];
   const built = [];
-  for (const triple of selected.filter((x) => x !== "windows")) {
+  // linux-arm64-gnu, whose suites run longest (under qemu), last.
+  const order = selected
+    .filter((x) => x !== "windows")
+    .sort((a, b) => (a === "aarch64-unknown-linux-gnu") - (b === "aarch64-unknown-linux-gnu"));
+  for (const triple of order) {
     const target = t.TARGETS.find((x) => x.triple === triple);
     step(`${triple}`);
     const started = Date.now();
@@ -261,6 +265,8 @@ async function main() {
     rows.push(row);
   }
 
+  const rank = (r) => (known.includes(r.target) ? known.indexOf(r.target) : known.length);
+  rows.sort((a, b) => rank(a) - rank(b));
   step("platforms");
   const date = new Date().toISOString().slice(0, 10);
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).stdout.trim();
