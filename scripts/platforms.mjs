@@ -123,10 +123,11 @@ async function main() {
   const venvBin = tools.pipTools();
   const rows = [];
   const built = [];
-  // linux-arm64-gnu, whose suites run longest (under qemu), last.
-  const order = selected
-    .filter((x) => x !== "windows")
-    .sort((a, b) => (a === "aarch64-unknown-linux-gnu") - (b === "aarch64-unknown-linux-gnu"));
+  // Debian's Rust targets first; then this machine's own (its cargo cache is
+  // the one `npm test` and `dev.py test` use, and may be busy); last
+  // linux-arm64-gnu, whose suites run longest (under qemu).
+  const late = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
+  const order = selected.filter((x) => x !== "windows").sort((a, b) => late.indexOf(a) - late.indexOf(b));
   for (const triple of order) {
     const target = t.TARGETS.find((x) => x.triple === triple);
     step(`${triple}`);
