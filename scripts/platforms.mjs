@@ -79,7 +79,8 @@ const mib = (b) => `${(b / 2 ** 20).toFixed(0)} MiB`;
 /**
  * The whole workspace, every target of it (tests, benches, examples) with the
  * testing features, type-checked for macOS and for musl: a call that only
- * glibc Linux has, outside a cfg, fails here (CI runs it: .ci/run).
+ * glibc Linux has, outside a cfg, fails here (CI runs it: .ci/run). The dev
+ * profile: its std builds take a fraction of the release one's time.
  */
 async function checkTargets() {
   const triples = ["aarch64-apple-darwin", "x86_64-unknown-linux-musl"];
@@ -89,7 +90,6 @@ async function checkTargets() {
   const env = Object.assign({}, ...targets.map((x) => t.buildEnv(x, tools.cacheDir())));
   const args = [
     "check",
-    "--release",
     "--workspace",
     "--all-targets",
     "--locked",
