@@ -33,11 +33,16 @@ try {
 /** The loader's error, as one that says which package is missing. */
 function noAddon(error) {
   // The loader chains the errors of every place it looked; this platform's
-  // package is the one named that is not a WASI build.
+  // package is the one named that is not a WASI build, if this version
+  // publishes one (the published package.json names each in its
+  // optionalDependencies; a checkout's has none, and names every target's
+  // package as a possible build). The loader names a package for platforms
+  // that have none too (Windows: @koma/sdk-win32-x64-msvc).
+  const published = publishedPlatforms();
   let platform;
   for (let e = error; e && !platform; e = e.cause) {
     const m = typeof e.message === "string" ? /@koma\/sdk-(?!wasm32)[\w-]+/.exec(e.message) : null;
-    if (m) platform = { name: m[0], error: e };
+    if (m && (!published || published.includes(m[0]))) platform = { name: m[0], error: e };
   }
   const why = platform
     ? `its native addon for this platform could not be loaded: install ${platform.name} (an optional dependency of ` +
@@ -47,6 +52,16 @@ function noAddon(error) {
   const e = new Error(`@koma/sdk: ${why}`, { cause: platform ? platform.error : error });
   e.code = "ERR_KOMA_SDK_NO_ADDON";
   return e;
+}
+
+/** The platform packages the published package.json names; null in a checkout, which names none. */
+function publishedPlatforms() {
+  try {
+    const { optionalDependencies } = require("./package.json");
+    return optionalDependencies ? Object.keys(optionalDependencies) : null;
+  } catch {
+    return null;
+  }
 }
 
 const { Client } = binding;

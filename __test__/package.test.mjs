@@ -306,6 +306,30 @@ test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, 
   assert.doesNotMatch(e.cause, /wasm32/);
 });
 
+test("on a platform the published package has no package for (Windows), @koma/sdk says it has no addon there, naming no package", {
+  timeout: 60000,
+}, (t) => {
+  // The published package.json names its platform packages in
+  // optionalDependencies; this platform's is left out, as win32-x64's is.
+  const dir = workDir(t, "koma-no-platform-");
+  for (const f of ["index.js", "binding.js"]) copyFileSync(join(root, f), join(dir, f));
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  manifest.optionalDependencies = { "@koma/sdk-some-other-platform": manifest.version };
+  writeFileSync(join(dir, "package.json"), JSON.stringify(manifest));
+  const r = spawnSync(
+    process.execPath,
+    [
+      "-e",
+      `try { require(${JSON.stringify(dir)}); console.log("loaded"); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+    ],
+    { encoding: "utf8", env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: "" } },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const e = JSON.parse(r.stdout);
+  assert.equal(e.code, "ERR_KOMA_SDK_NO_ADDON");
+  assert.equal(e.message, `@koma/sdk: it has no native addon for ${process.platform}-${process.arch}`);
+});
+
 test("index.js evaluated twice in one process (as a test runner that inlines the package does) sets the addon up once", () => {
   const script = `
     const { inspect } = require("node:util");

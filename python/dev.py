@@ -28,6 +28,7 @@ way. docs/python-internals.md says what each check proves.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -149,12 +150,17 @@ def build(py: Path) -> Path:
 ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
 
 
+MACHO_CPUS = {"x86_64": 0x01000007, "arm64": 0x0100000C}
+
+
 def binary_kind(data: bytes) -> str | None:
-    """What binary a file is (ELF with its machine, Mach-O), or None for text."""
+    """What binary a file is (ELF or Mach-O, with its machine), or None for text."""
     if data[:4] == b"\x7fELF":
         return f"elf:{int.from_bytes(data[18:20], 'little')}"
-    if data[:4] in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
-        return "mach-o"
+    if data[:4] == b"\xcf\xfa\xed\xfe":
+        return f"mach-o:{int.from_bytes(data[4:8], 'little')}"
+    if data[:4] == b"\xca\xfe\xba\xbe":
+        return "mach-o:universal"
     if b"\0" in data[:8192]:
         return "binary"
     return None
@@ -175,6 +181,58 @@ def elf_sections(data: bytes) -> list[str]:
         start = names_at + num(shoff + i * shentsize, 4)  # sh_name
         out.append(data[start : data.index(b"\0", start)].decode())
     return out
+
+
+def wanted_kind(platform_tag: str) -> str:
+    """The binary_kind of a wheel's binaries, from its platform tag (manylinux_2_17_aarch64, macosx_11_0_arm64)."""
+    arch = re.sub(r"^.*?_(x86_64|aarch64|arm64)$", r"\1", platform_tag)
+    if platform_tag.startswith("macosx_"):
+        return f"mach-o:{MACHO_CPUS.get(arch)}"
+    return f"elf:{ELF_MACHINES.get(arch)}"
+
+
+def macho_minos(data: bytes) -> tuple[int, int] | None:
+    """The minimum macOS a 64-bit Mach-O file asks for (LC_BUILD_VERSION or LC_VERSION_MIN_MACOSX)."""
+    at = 32
+    for _ in range(int.from_bytes(data[16:20], "little")):
+        cmd, size = int.from_bytes(data[at : at + 4], "little"), int.from_bytes(data[at + 4 : at + 8], "little")
+        if cmd in (0x32, 0x24):
+            v = int.from_bytes(data[at + (12 if cmd == 0x32 else 8) : at + (16 if cmd == 0x32 else 12)], "little")
+            return (v >> 16, (v >> 8) & 0xFF)
+        at += size
+    return None
+
+
+def macho_signed(data: bytes) -> bool | None:
+    """Whether a 64-bit Mach-O file's code signature matches it (the hash of
+    every page in its CodeDirectory); None when it has none. macOS on arm64
+    kills a program without one, or with one a later strip left stale."""
+
+    def le(at: int, n: int) -> int:
+        return int.from_bytes(data[at : at + n], "little")
+
+    def be(at: int, n: int) -> int:
+        return int.from_bytes(data[at : at + n], "big")
+
+    at = 32
+    for _ in range(le(16, 4)):
+        if le(at, 4) == 0x1D:  # LC_CODE_SIGNATURE
+            sig = le(at + 8, 4)
+            for i in range(be(sig + 8, 4) if be(sig, 4) == 0xFADE0CC0 else 0):
+                cd = sig + be(sig + 12 + i * 8 + 4, 4)
+                if be(cd, 4) != 0xFADE0C02:  # a CodeDirectory
+                    continue
+                hashes, slots, limit = be(cd + 16, 4), be(cd + 28, 4), be(cd + 32, 4)
+                size, kind, page = data[cd + 36], data[cd + 37], 1 << data[cd + 39]
+                algo = {1: "sha1", 2: "sha256"}.get(kind)
+                return algo is not None and all(
+                    hashlib.new(algo, data[n * page : min((n + 1) * page, limit)]).digest()[:size]
+                    == data[cd + hashes + n * size : cd + hashes + (n + 1) * size]
+                    for n in range(slots)
+                )
+            return False
+        at += le(at + 4, 4)
+    return None
 
 
 def unstripped(data: bytes) -> list[str]:
@@ -202,6 +260,12 @@ def check_tag(wheel: Path, platforms: list[str]) -> list[str]:
     for p in platforms:
         if libc_tag(p) is None:
             problems.append(f"platform tag {p}: not a manylinux or musllinux tag (the index refuses it)")
+    if any(p.startswith("musllinux") for p in platforms) and not host_is_musl():
+        # auditwheel judges by the C library of the machine it runs on: on a
+        # glibc machine it takes musl's libc.so for a foreign library. The
+        # release workflow checks musl wheels in Alpine (check-wheel there).
+        print("  auditwheel show: not here (a glibc machine); the musllinux tag is checked on a musl machine")
+        return problems
     auditwheel = ensure_venv().parent / "auditwheel"  # at dev.py's pin
     r = subprocess.run([str(auditwheel), "show", str(wheel)], capture_output=True, text=True)
     said = " ".join(r.stdout.split()) or r.stderr.strip()
@@ -217,6 +281,13 @@ def check_tag(wheel: Path, platforms: list[str]) -> list[str]:
     return problems
 
 
+def host_is_musl() -> bool:
+    """Whether this Python runs on musl (Alpine), as packaging tells it."""
+    import platform
+
+    return platform.libc_ver()[0] != "glibc" and any(Path("/lib").glob("ld-musl-*.so.1"))
+
+
 def repository_urls() -> tuple[str, str]:
     """The repository's address and its issues', as the root package.json names them."""
     manifest = json.loads((ROOT / "package.json").read_text())
@@ -227,7 +298,6 @@ def repository_urls() -> tuple[str, str]:
 
 def check_contents(wheel: Path) -> None:
     step(f"wheel contents: {wheel.name}")
-    import platform
 
     want = {"koma_sdk/_native.abi3.so", "koma_sdk/bin/koma-sim"}
     required = {
@@ -240,7 +310,6 @@ def check_contents(wheel: Path) -> None:
         "koma_sdk/pytest_plugin.py",
         *want,
     }
-    machine = ELF_MACHINES.get(platform.machine())
     problems = []
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
@@ -254,6 +323,9 @@ def check_contents(wheel: Path) -> None:
         ]
         platforms = sorted({t.split("-")[2] for t in tags})
         linux = all(p != "any" and not p.startswith(("macosx", "win")) for p in platforms)
+        # The binaries are for the wheel's own platform, which need not be this machine's.
+        kinds = {wanted_kind(p) for p in platforms}
+        macos = [m.groups() for p in platforms if (m := re.fullmatch(r"macosx_(\d+)_(\d+)_\w+", p))]
         for name in sorted(names):
             data = z.read(name)
             kind = binary_kind(data)
@@ -261,8 +333,15 @@ def check_contents(wheel: Path) -> None:
                 continue
             if name not in want:
                 problems.append(f"{name}: an unexpected binary ({kind})")
-            elif sys.platform.startswith("linux") and kind != f"elf:{machine}":
-                problems.append(f"{name}: {kind}, not an ELF for {platform.machine()}")
+            elif kinds != {kind}:
+                problems.append(f"{name}: {kind}, not the {' or '.join(sorted(kinds))} of the wheel's tag")
+            elif kind.startswith("mach-o:"):
+                minos = macho_minos(data)
+                if [(str(minos[0]), str(minos[1])) if minos else None] != macos:
+                    problems.append(f"{name}: minimum macOS {minos}, not the {macos} of the wheel's tag")
+                signed = macho_signed(data)
+                if signed is False or (signed is None and kind == f"mach-o:{MACHO_CPUS['arm64']}"):
+                    problems.append(f"{name}: {'a stale' if signed is False else 'no'} code signature (macOS kills it)")
             left = unstripped(data) if kind.startswith("elf:") else []
             if left:
                 problems.append(f"{name}: not stripped ({', '.join(left[:4])}{', ...' if len(left) > 4 else ''})")

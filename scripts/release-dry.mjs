@@ -15,6 +15,16 @@
 //       --no-build       use what is built (`npm test` has just built it)
 //       --out DIR        keep the tarballs: DIR/main/*.tgz, DIR/platform/*.tgz
 //                        (default: a temporary folder, removed at the end)
+//   node scripts/release-dry.mjs --all [--from DIR] [--out DIR] [--targets T,T]
+//       every target from the builds of `npm run platforms` (DIR, by default
+//       target/platforms/, holds <triple>/ with the addon, koma-sim and
+//       wheel/): the main package and every platform package laid out, packed
+//       and checked; then the main package installed by name from a registry
+//       on 127.0.0.1 for each platform (npm install --os --cpu --libc), where
+//       npm must pick that platform's package and no other; then every wheel
+//       checked (`python3 python/dev.py check-wheel --contents-only`: its
+//       binaries for its own platform, and its tag: `auditwheel show` on
+//       Linux, the minimum macOS of its Mach-O files on macOS)
 //   node scripts/release-dry.mjs --install DIR
 //       the install-and-turn step alone, with the main tarball and this
 //       machine's platform tarball found under DIR (the workflow runs it in an
@@ -23,7 +33,7 @@
 //       the publish job: check every tarball under DIR, require the main
 //       package and one package per napi target, and write DIR/publish-order.txt
 //       (the platform packages, then the main package)
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { run } from "./lib/repo.mjs";
@@ -35,6 +45,7 @@ const value = (name) => (flag(name) ? argv[argv.indexOf(name) + 1] : undefined);
 const say = (what, text) => console.log(`${what.padEnd(8)} ${text}`);
 
 function main() {
+  if (flag("--all")) return allPlatforms();
   if (flag("--install")) return installOnly(resolve(value("--install")));
   if (flag("--check")) return checkAll(resolve(value("--check")));
   return dryRun();
@@ -124,6 +135,42 @@ async function checkAll(dir) {
   if (stray.length) throw new Error(`${dir}: tarballs of no target: ${stray.map((t) => t.file).join(", ")}`);
   writeFileSync(join(dir, "publish-order.txt"), `${order.join("\n")}\n`);
   console.log(`release:dry --check: every check passed; publish order in ${join(dir, "publish-order.txt")}`);
+}
+
+async function allPlatforms() {
+  const all = await lib.readTargets();
+  const only = value("--targets")?.split(",");
+  const targets = only ? all.filter((t) => only.includes(t.triple)) : all;
+  const from = resolve(value("--from") ?? join(lib.root, "target", "platforms"));
+  const keep = value("--out");
+  const out = keep ? resolve(keep) : mkdtempSync(join(tmpdir(), "koma-release-all-"));
+  console.log(`release:dry --all: ${targets.length} targets from ${from}, packages in ${out}`);
+  try {
+    say("ok", lib.checkNpmDirs(all));
+    const stage = join(out, "stage");
+    for (const d of [stage, join(out, "main"), join(out, "platform")]) rmSync(d, { recursive: true, force: true });
+    const mainTgz = lib.pack(await lib.layoutMain(join(stage, "main")), join(out, "main"));
+    say("ok", lib.checkMain(mainTgz, { targets: all }));
+    const platformTgzs = [];
+    for (const t of targets) {
+      const tgz = lib.pack(lib.layoutPlatform(t, join(stage, t.abi), join(from, t.triple)), join(out, "platform"));
+      say("ok", lib.checkPlatform(tgz, t));
+      platformTgzs.push(tgz);
+    }
+    rmSync(stage, { recursive: true, force: true });
+    for (const line of await lib.checkPicks(mainTgz, platformTgzs, targets)) say("ok", line);
+    for (const t of targets) {
+      const dir = join(from, t.triple, "wheel");
+      const wheels = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".whl")) : [];
+      if (wheels.length !== 1)
+        throw new Error(`${dir}: ${wheels.length} wheels, expected 1 (node scripts/platforms.mjs --target ${t.triple})`);
+      run("python3", [join(lib.root, "python", "dev.py"), "check-wheel", join(dir, wheels[0]), "--contents-only"]);
+      say("ok", `${wheels[0]}: contents and tag`);
+    }
+    console.log(`release:dry --all: every check passed for ${targets.map((t) => t.abi).join(", ")}`);
+  } finally {
+    if (!keep) rmSync(out, { recursive: true, force: true });
+  }
 }
 
 Promise.resolve()

@@ -8,7 +8,7 @@
 // Everything here uses Node's built-ins and npm only (the release runs on
 // every Node the package supports, 20.4 included, and `--install` in a bare
 // Node container).
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -25,9 +25,18 @@ import {
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { isSystemLibrary, readMachO } from "./lib/macho.mjs";
+import { serve } from "./lib/registry.mjs";
 import { root } from "./lib/repo.mjs";
 
 export { root, rustHost } from "./lib/repo.mjs";
+/**
+ * The minimum macOS of the macOS builds (MACOSX_DEPLOYMENT_TARGET when they
+ * are linked): Big Sur, the first with arm64. The Mach-O files must say so,
+ * and the macOS wheels' platform tag too (docs/platforms.md).
+ */
+export const MACOS_MIN = "11.0";
+
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
 /**
@@ -113,23 +122,25 @@ export async function layoutMain(dir) {
  * the main package, the addon built for it, and koma-sim built for it
  * (target/<triple>/release/).
  */
-export function layoutPlatform(target, dir) {
+export function layoutPlatform(target, dir, from = null) {
   const manifest = JSON.parse(readFileSync(join(root, "npm", target.abi, "package.json"), "utf8"));
   manifest.version = rootManifest().version;
   const addon = `${binaryName()}.${target.abi}.node`;
-  const sim = join(root, "target", target.triple, "release", simFile(target.platform));
+  // `from`: a folder of `npm run platforms`'s builds (target/platforms/<triple>/).
+  const addonPath = from ? join(from, addon) : join(root, addon);
+  const sim = from ? join(from, simFile(target.platform)) : join(root, "target", target.triple, "release", simFile(target.platform));
+  const how = from ? `node scripts/platforms.mjs --target ${target.triple}` : `node scripts/build.mjs --target ${target.triple}`;
   for (const [what, path] of [
-    ["the addon", join(root, addon)],
+    ["the addon", addonPath],
     ["koma-sim", sim],
   ]) {
-    if (!existsSync(path))
-      throw new Error(`layout of ${target.abi}: ${what} is not built (${path}); run \`node scripts/build.mjs --target ${target.triple}\``);
+    if (!existsSync(path)) throw new Error(`layout of ${target.abi}: ${what} is not built (${path}); run \`${how}\``);
   }
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   copyFileSync(join(root, "npm", target.abi, "README.md"), join(dir, "README.md"));
   copyFileSync(join(root, "LICENSE"), join(dir, "LICENSE"));
-  copyFileSync(join(root, addon), join(dir, addon));
+  copyFileSync(addonPath, join(dir, addon));
   copyFileSync(sim, join(dir, simFile(target.platform)));
   chmodSync(join(dir, simFile(target.platform)), 0o755);
   return dir;
@@ -273,8 +284,31 @@ function checkBinary(label, data, target, kind) {
   }
   if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static"))
     problems.push(`a ${info.kind}, not a ${kind}`);
+  let more = "";
+  if (info.format === "macho") {
+    const m = checkMachO(data, target, kind, problems);
+    more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed (page hashes match)" : ""}`;
+  }
   if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
-  return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}`;
+  return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}${more}`;
+}
+
+/**
+ * What a Mach-O file of a macOS package must say: the minimum macOS of the
+ * release (MACOS_MIN), only the system's libraries (a user's Mac has nothing
+ * else), the addon's Node-API entry point exported, and a code signature on
+ * arm64 (where macOS runs nothing unsigned). Problems are added to `problems`.
+ */
+export function checkMachO(data, target, kind, problems) {
+  const m = readMachO(data);
+  if (m.platform !== "macos" || m.minos !== MACOS_MIN) problems.push(`minimum macOS ${m.minos ?? "not stated"}, not ${MACOS_MIN}`);
+  const foreign = m.dylibs.filter((d) => !isSystemLibrary(d));
+  if (foreign.length) problems.push(`links libraries that are not the system's: ${foreign.join(", ")}`);
+  if (kind === "shared" && !m.exports.includes("napi_register_module_v1"))
+    problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
+  if (target.arch === "arm64" && !m.signed) problems.push("has no code signature (macOS on arm64 runs no unsigned code)");
+  if (m.signed && !m.signatureValid) problems.push("has a code signature whose page hashes do not match the file (macOS kills it)");
+  return m;
 }
 
 // ---------------------------------------------------------------- checks
@@ -495,4 +529,64 @@ export function findTarballs(dir) {
   };
   walk(dir);
   return out;
+}
+
+// ---------------------------------------------------------------- which package npm picks
+
+/**
+ * Serve the main tarball and every platform tarball from a registry on the
+ * loopback address, and for each target install the main package by name
+ * into an empty folder as that platform would (`npm install --os --cpu
+ * --libc`): npm must add exactly that target's package, and on a platform of
+ * none (win32 x64) none. With `keep`, the install for a platform is left in
+ * `keep(platform)`'s folder (the Windows check runs from it). Lines of report.
+ */
+export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
+  const { name, version } = rootManifest();
+  const packages = [mainTgz, ...platformTgzs].map((file) => ({ file, manifest: manifestOf(readTarball(file), file) }));
+  const registry = await serve(packages);
+  const work = mkdtempSync(join(tmpdir(), "koma-release-picks-"));
+  const lines = [];
+  try {
+    const cases = [
+      ...targets.map((t) => ({ os: t.platform, cpu: t.arch, libc: t.libc, want: `${name}-${t.abi}` })),
+      { os: "win32", cpu: "x64", libc: null, want: null },
+    ];
+    for (const c of cases) {
+      const label = [c.os, c.cpu, c.libc].filter(Boolean).join("-");
+      const app = keep?.(label) ?? join(work, label);
+      rmSync(app, { recursive: true, force: true });
+      mkdirSync(app, { recursive: true });
+      writeFileSync(join(app, "package.json"), JSON.stringify({ name: "picks-app", version: "1.0.0", private: true }));
+      const env = { ...npmEnv(), npm_config_cache: join(work, `cache-${label}`), npm_config_registry: `${registry.url}/` };
+      const flags = ["--os", c.os, "--cpu", c.cpu, ...(c.libc ? ["--libc", c.libc] : [])];
+      await npmAsync(["install", "--ignore-scripts", "--no-package-lock", "--no-audit", ...flags, `${name}@${version}`], app, env);
+      const scope = join(app, "node_modules", name.split("/")[0]);
+      const got = readdirSync(scope)
+        .map((d) => `${name.split("/")[0]}/${d}`)
+        .filter((n) => n !== name)
+        .sort();
+      const want = c.want ? [c.want] : [];
+      if (!same(got, want))
+        fail(
+          `npm install ${flags.join(" ")} ${name}: installed ${got.join(", ") || "no platform package"}, not ${want.join(", ") || "none"}`,
+        );
+      lines.push(
+        `npm install ${flags.join(" ")} ${name} (by name, from a registry on 127.0.0.1): ${got[0] ?? "no platform package, as expected"}`,
+      );
+    }
+  } finally {
+    await registry.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+  return lines;
+}
+
+// npm in a child process without blocking this one (the registry answers from it).
+function npmAsync(args, cwd, env) {
+  return new Promise((resolve, reject) => {
+    execFile("npm", args, { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`npm ${args.join(" ")} failed: ${stderr}${stdout}`)) : resolve(stdout),
+    );
+  });
 }

@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 use common::{
@@ -216,13 +216,11 @@ fn in_child(mode: SpawnMode, parent_generation: u64, parents: &Connection, repor
     CHILD_OK
 }
 
-/// A pipe that no koma inherits.
+/// A pipe that no koma inherits (std's pipe is close-on-exec, made so
+/// atomically where the system can: `pipe2` on Linux).
 fn pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two new descriptors, which we then own.
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    // SAFETY: both are fresh descriptors owned by no one else.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    let (r, w) = std::io::pipe().expect("a pipe");
+    (r.into(), w.into())
 }
 
 fn write_i32(fd: &OwnedFd, v: i32) -> bool {

@@ -197,10 +197,15 @@ impl Process {
 #[cfg(target_os = "linux")]
 fn name_now(thread: &std::thread::JoinHandle<i32>) {
     use std::os::unix::thread::JoinHandleExt;
+    // std gives the pthread_t as an integer; musl's pthread_t is a pointer.
+    #[cfg(target_env = "musl")]
+    let id = thread.as_pthread_t() as libc::pthread_t;
+    #[cfg(not(target_env = "musl"))]
+    let id = thread.as_pthread_t();
     // SAFETY: the pthread_t of a thread not joined yet (its handle is
     // borrowed), and a NUL-terminated name of 15 bytes, the most Linux keeps.
     unsafe {
-        libc::pthread_setname_np(thread.as_pthread_t(), c"koma-exit-watch".as_ptr());
+        libc::pthread_setname_np(id, c"koma-exit-watch".as_ptr());
     }
 }
 

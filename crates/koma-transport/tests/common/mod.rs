@@ -267,6 +267,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 // while other connections run in the same process (see tests/state_machine.rs).
 
 /// A pidfd for `pid` (`pidfd_open(2)`), or `None` if there is no such process.
+#[cfg(target_os = "linux")]
 pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: pidfd_open returns a new descriptor that we then own, or -1.
@@ -275,13 +276,26 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Pidfds are Linux's: elsewhere there is none to open, for any process.
+#[cfg(not(target_os = "linux"))]
+pub fn pidfd_open(_pid: i32) -> Option<std::os::fd::OwnedFd> {
+    None
+}
+
 /// Send `signal` through a pidfd (a no-op once that process has exited).
+#[cfg(target_os = "linux")]
 pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, signal: i32) {
     use std::os::fd::AsRawFd;
     // SAFETY: pidfd_send_signal on a pidfd we own, without siginfo.
     unsafe {
         libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0);
     }
+}
+
+/// Outside Linux `pidfd_open` gives no pidfd, so there is none to signal through.
+#[cfg(not(target_os = "linux"))]
+pub fn pidfd_signal(_pidfd: &std::os::fd::OwnedFd, _signal: i32) {
+    unreachable!("pidfd_open gives no pidfd outside Linux")
 }
 
 /// Wait (at most `limit`, a bound against a hang) until the process named by

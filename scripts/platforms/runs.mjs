@@ -1,0 +1,243 @@
+// What runs of each target on this Linux x64 machine, and under which
+// emulator (docs/platforms.md):
+//   linux-arm64-gnu   the Node test suite under arm64 Node, and the Python
+//                     suite under Debian's arm64 Python, through qemu-user
+//   linux-*-musl      koma-sim plays a turn (x64 natively, arm64 under qemu),
+//                     driven by this machine's package; the addon's
+//                     undefined symbols resolved by musl's own loader
+//   windows           `import "@koma/sdk"` in Windows' Node under wine
+// Each returns {ran, result} for the table, or throws.
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { capture, root } from "../lib/repo.mjs";
+import { tapCounts, testArgs, testFiles } from "../node-tests.mjs";
+import { outDir } from "./targets.mjs";
+import * as tools from "./tools.mjs";
+
+const say = (text) => console.log(`  ${text}`);
+const secs = (ms) => `${Math.round(ms / 1000)} s`;
+
+// Under qemu-user a clone(CLONE_VM | CLONE_VFORK) is run as a plain fork
+// (qemu's linux-user do_fork: "Emulate vfork() with fork()"), so the child no
+// longer shares the parent's memory, and what the Linux spawn path's child
+// writes there before it exits (why execve failed) never reaches the parent:
+// a spawn that should fail with spawn_failed starts a child that exits 127.
+// A real arm64 Linux shares the memory, as x64 does here. VFORK_PROBE shows
+// it, compiled for arm64 and run under qemu; while qemu copies the memory,
+// the suites run under qemu on the portable spawn path (which every `npm
+// test` also runs on x64), and the Linux path gets a turn of its own
+// (examples/run.mjs).
+const VFORK_PROBE = `#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile int written = 0;
+static int child(void *arg) { (void)arg; written = 42; _exit(127); }
+int main(void) {
+  char *stack = malloc(1 << 16);
+  int status, pid = clone(child, stack + (1 << 16), CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+  waitpid(pid, &status, 0);
+  printf("%s\\n", written == 42 ? "shared" : "copied");
+  return 0;
+}
+`;
+
+/** "shared" or "copied": whether qemu-aarch64 gives a CLONE_VM | CLONE_VFORK child the parent's memory. */
+async function qemuVfork(target) {
+  const src = join(outDir(target), "vfork-probe.c");
+  const exe = join(outDir(target), "vfork-probe");
+  writeFileSync(src, VFORK_PROBE);
+  tools.sh("aarch64-linux-gnu-gcc", ["-O2", "-static", "-o", exe, src]);
+  const r = await capture(exe, [], { timeoutMs: 60000 });
+  return r.out.trim();
+}
+
+/**
+ * A copy of the repository's files (tracked, as they are in the work tree)
+ * with the target's binaries where a checkout keeps its own: the addon and
+ * the testing addon at the root, koma-sim in bin/. node_modules is this
+ * checkout's, linked.
+ */
+function stage(target, binaries) {
+  const dir = join(outDir(target), "repo");
+  rmSync(dir, { recursive: true, force: true });
+  const files = tools.out("git", ["ls-files", "-z"], { cwd: root }).split("\0").filter(Boolean);
+  for (const f of files) if (existsSync(join(root, f))) cpSync(join(root, f), join(dir, f));
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
+  mkdirSync(join(dir, "bin"), { recursive: true });
+  cpSync(binaries.addon, join(dir, basename(binaries.addon)));
+  cpSync(binaries.testing, join(dir, "koma-sdk.testing.node"));
+  cpSync(binaries.sim, join(dir, "bin", "koma-sim"));
+  return dir;
+}
+
+/** The Node test suite under arm64 Node (qemu), on the portable spawn path; then a turn on the Linux path. */
+export async function nodeSuiteArm64(target, binaries) {
+  const node = tools.runtime("node-arm64");
+  const vfork = await qemuVfork(target);
+  const QEMU_SPAWN = vfork === "shared" ? "auto" : "portable";
+  say(`qemu-aarch64 and clone(CLONE_VM | CLONE_VFORK): the child's memory is ${vfork}; the suites run on the ${QEMU_SPAWN} spawn path`);
+  const dir = stage(target, binaries);
+  const env = {
+    ...process.env,
+    PATH: `${join(node, "..")}:${process.env.PATH}`,
+    KOMA_SDK_SPAWN: QEMU_SPAWN,
+    // The bundler tests' esbuild: the checkout's node_modules has the x64 binary only.
+    ESBUILD_BINARY_PATH: tools.runtime("esbuild-arm64"),
+  };
+  delete env.KOMA_SIM_PATH;
+  delete env.NODE_TEST_CONTEXT;
+  const started = Date.now();
+  const files = testFiles();
+  const r = await capture(node, testArgs(files), { cwd: dir, env, timeoutMs: 60 * 60000 });
+  writeFileSync(join(outDir(target), "node-suite.tap"), r.out + r.err);
+  const c = tapCounts(r.out);
+  const failed = [...r.out.matchAll(/^not ok \d+ - (.+)$/gm)].map((m) => m[1]);
+  say(
+    `node suite (arm64 Node ${process.versions.node}, qemu, KOMA_SDK_SPAWN=${QEMU_SPAWN}): ${c.pass} of ${c.tests} passed, ${c.fail} failed, ${c.skipped} skipped, in ${secs(Date.now() - started)}`,
+  );
+  if (failed.length) say(`failed: ${failed.join("; ")}`);
+  const turn = await capture(node, [join("examples", "run.mjs")], {
+    cwd: dir,
+    env: { ...env, KOMA_SDK_SPAWN: "auto", KOMA_SIM_DELAY_MS: "0" },
+    timeoutMs: 5 * 60000,
+  });
+  if (turn.code !== 0) throw new Error(`examples/run.mjs under arm64 Node on the Linux spawn path failed: ${turn.err}${turn.out}`);
+  say(`examples/run.mjs on the Linux spawn path (clone, pidfd where qemu gives one): a turn completed`);
+  const ok = r.code === 0 && c.tests > 0 && c.fail === 0 && c.pass + c.skipped === c.tests;
+  return {
+    ran: `Node test suite, arm64 Node ${process.versions.node} under qemu (${QEMU_SPAWN} spawn path: qemu's vfork ${vfork} the memory); examples/run.mjs on the Linux spawn path`,
+    result: `${c.pass}/${c.tests} passed, ${c.skipped} skipped, ${c.fail} failed; the turn completed`,
+    ok,
+    failed,
+    spawn: QEMU_SPAWN,
+  };
+}
+
+// As python/dev.py pins them; mypy for the test that type-checks the usage file.
+const PY_TEST_REQUIREMENTS = [
+  "pytest==9.2.*",
+  "pytest-asyncio==1.5.*",
+  "pytest-timeout==2.4.*",
+  "anyio==4.16.*",
+  "trio==0.35.*",
+  "mypy==2.4.*",
+];
+
+/** The Python suite (python/tests) under Debian's arm64 Python 3.11 (qemu), against the aarch64 wheel. */
+export async function pythonSuiteArm64(target, wheel, spawn) {
+  tools.apt(tools.ARM64_LIBS);
+  const python = tools.arm64Python();
+  const site = tools.arm64Site("aarch64-unknown-linux-gnu", PY_TEST_REQUIREMENTS, [wheel]);
+  const env = { ...process.env, PYTHONPATH: site, KOMA_SDK_SPAWN: spawn, PYTHONDONTWRITEBYTECODE: "1" };
+  delete env.KOMA_SIM_PATH;
+  delete env.VIRTUAL_ENV;
+  const started = Date.now();
+  // Left out under qemu, for time (the figures are docs/platforms.md's): the
+  // trio half of the tests run under both loops (the same native calls as
+  // the asyncio half, through anyio), and the test that runs mypy --strict
+  // on the typing usage file (no native code of the package; mypy itself,
+  // emulated, passed its 180 s bound here).
+  const leftOut = ["-k", "not trio", "--deselect", "python/tests/test_client.py::test_the_typing_usage_file_passes_mypy_strict"];
+  const r = await capture(python, ["-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", ...leftOut, join("python", "tests")], {
+    cwd: root,
+    env,
+    timeoutMs: 60 * 60000,
+  });
+  writeFileSync(join(outDir(target), "python-suite.txt"), r.out + r.err);
+  const last = r.out.trim().split("\n").pop() ?? "";
+  const deselected = Number((last.match(/(\d+) deselected/) || [])[1] ?? 0);
+  const n = (what) => Number((last.match(new RegExp(`(\\d+) ${what}`)) || [])[1] ?? 0);
+  const failed = [...r.out.matchAll(/^FAILED (\S+)/gm)].map((m) => m[1]);
+  say(`python suite (arm64 Python 3.11, qemu, KOMA_SDK_SPAWN=${spawn}): ${last} in ${secs(Date.now() - started)}`);
+  if (failed.length) say(`failed: ${failed.join("; ")}`);
+  return {
+    ran: `Python suite (pytest; the asyncio half; not the mypy test), Debian's arm64 Python 3.11 under qemu (${spawn} spawn path)`,
+    result: `${n("passed")} passed, ${n("skipped")} skipped, ${n("failed")} failed (${deselected} left out)`,
+    ok: r.code === 0 && n("passed") > 0,
+    failed,
+  };
+}
+
+/**
+ * A musl koma-sim plays a turn, driven by this machine's package (the x64
+ * one natively, the arm64 one under qemu); and the musl addon's undefined
+ * symbols, resolved by musl's dynamic loader itself: every one it cannot
+ * find must be a Node-API function, which Node provides when it loads the
+ * addon. No musl JavaScript runtime can be had here: the musl builds of Bun
+ * need Alpine's libstdc++, which no registry this machine reaches carries.
+ */
+export async function muslTurn(target, binaries) {
+  const arm = target.triple.startsWith("aarch64");
+  tools.apt(arm ? ["musl:arm64"] : ["musl"]);
+  const turn = await capture(process.execPath, [join(root, "examples", "run.mjs")], {
+    cwd: root,
+    env: { ...process.env, KOMA_SIM_PATH: binaries.sim, KOMA_SIM_DELAY_MS: "0" },
+    timeoutMs: 5 * 60000,
+  });
+  if (turn.code !== 0) throw new Error(`examples/run.mjs against the musl koma-sim failed: ${turn.err}${turn.out}`);
+  say(`examples/run.mjs against ${basename(binaries.sim)} (${arm ? "arm64, under qemu" : "x64, natively"}): a turn completed`);
+  const loader = arm ? "/lib/ld-musl-aarch64.so.1" : "/lib/ld-musl-x86_64.so.1";
+  const r = await capture(loader, ["--list", binaries.addon], { timeoutMs: 5 * 60000 });
+  const text = r.out + r.err;
+  const missing = [...text.matchAll(/Error relocating [^:]+: (\S+): symbol not found/g)].map((m) => m[1]);
+  const libs = [...text.matchAll(/^\s*(\S+) => /gm)].map((m) => m[1]);
+  const notNapi = missing.filter((s) => !/^(napi|node_api)_/.test(s));
+  if (/Error loading shared library/.test(text) || notNapi.length)
+    throw new Error(`the musl addon does not resolve with ${loader}: ${notNapi.join(", ")} ${text.slice(0, 2000)}`);
+  say(
+    `${basename(binaries.addon)} under ${loader}: links ${libs.join(", ") || "no library"}; unresolved: ${missing.length} Node-API functions (napi_*, node_api_*), nothing else`,
+  );
+  return {
+    ran: `examples/run.mjs against its koma-sim (${arm ? "qemu" : "natively"}); the addon's symbols resolved by ${basename(loader)}`,
+    result: `turn completed; the addon needs musl libc and ${missing.length} Node-API functions, nothing else`,
+    ok: true,
+  };
+}
+
+/**
+ * Windows: the main package as npm installs it on win32 x64 (no platform
+ * package: there is none for Windows), imported in Windows' Node under wine,
+ * must throw ERR_KOMA_SDK_NO_ADDON with the message docs/windows.md and
+ * docs/platforms.md describe.
+ */
+export async function windowsImport(mainTgz) {
+  tools.apt(["wine64", "wine"]);
+  const env = tools.winePrefix();
+  const node = tools.runtime("node-win");
+  const app = join(tools.cacheDir(), "windows-app");
+  rmSync(app, { recursive: true, force: true });
+  mkdirSync(app, { recursive: true });
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "windows-app", version: "1.0.0", private: true, type: "module" }));
+  const npmEnv = { ...process.env, npm_config_cache: join(app, ".npm-cache"), npm_config_audit: "false", npm_config_fund: "false" };
+  tools.out("npm", ["install", "--offline", "--no-package-lock", "--ignore-scripts", "--os", "win32", "--cpu", "x64", mainTgz], {
+    cwd: app,
+    env: npmEnv,
+  });
+  // What it found goes to a file: Windows' Node under wine fails to open
+  // stdout when it is a pipe (EBADF).
+  writeFileSync(
+    join(app, "check.mjs"),
+    `import { writeFileSync } from "node:fs";
+let r;
+try { await import("@koma/sdk"); r = { loaded: true }; }
+catch (e) { r = { code: e.code, message: e.message, platform: process.platform, arch: process.arch, node: process.version }; }
+writeFileSync("result.json", JSON.stringify(r));\n`,
+  );
+  const r = await capture("wine", [node, "check.mjs"], { cwd: app, env, timeoutMs: 10 * 60000 });
+  if (!existsSync(join(app, "result.json"))) throw new Error(`wine node check.mjs wrote nothing (exit ${r.code}): ${r.err}${r.out}`);
+  const line = readFileSync(join(app, "result.json"), "utf8");
+  const got = JSON.parse(line);
+  const want = "@koma/sdk: it has no native addon for win32-x64";
+  if (got.code !== "ERR_KOMA_SDK_NO_ADDON" || got.message !== want)
+    throw new Error(`import "@koma/sdk" under wine: ${line}; expected code ERR_KOMA_SDK_NO_ADDON and the message ${JSON.stringify(want)}`);
+  say(`import "@koma/sdk" in Node ${got.node} (${got.platform} ${got.arch}) under wine: ${got.code}: ${got.message}`);
+  return {
+    ran: `import "@koma/sdk" (installed with --os win32 --cpu x64) in Windows' Node ${got.node} under wine`,
+    result: `${got.code}: "${got.message}"`,
+    ok: true,
+  };
+}

