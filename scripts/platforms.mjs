@@ -7,8 +7,9 @@
 //           for macOS also every test binary of the core and koma-sim
 //           (`cargo test --no-run`), and for linux-arm64-gnu the testing addon
 //   run     linux-arm64-gnu: the Node and Python suites under qemu;
-//           linux-*-musl: koma-sim plays a turn, the addon's symbols resolved
-//           by musl's loader; macOS: nothing can run it here (the Mach-O
+//           linux-*-musl: the portable suite under Bun's musl build, with
+//           the musl addon and koma-sim; the addon's symbols resolved by
+//           musl's loader; macOS: nothing can run it here (the Mach-O
 //           files are checked by release:dry --all)
 // then `release:dry --all` on those builds (every tarball and wheel, checked;
 // npm's pick per --os/--cpu/--libc), and Windows: `import "@koma/sdk"` under
@@ -59,11 +60,11 @@ const PLAN = {
   },
   "x86_64-unknown-linux-musl": {
     builds: "addon, koma-sim, wheel",
-    runs: "a turn against its koma-sim (natively); the addon's symbols under ld-musl",
+    runs: "the portable suite under Bun's musl build with the musl addon and koma-sim (natively); the addon's symbols under ld-musl",
   },
   "aarch64-unknown-linux-musl": {
     builds: "addon, koma-sim, wheel",
-    runs: "a turn against its koma-sim (qemu); the addon's symbols under ld-musl (qemu)",
+    runs: "the portable suite under Bun's musl build with the musl addon and koma-sim (qemu); the addon's symbols under ld-musl (qemu)",
   },
   "x86_64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "aarch64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
@@ -164,6 +165,8 @@ async function main() {
         const r = await runs.muslTurn(target, bin);
         row.ran = r.ran;
         row.result = r.result;
+        row.ok = r.ok;
+        row.failed = r.failed;
       } else if (target.macos) {
         row.ran = "no emulator: the Mach-O files checked by release:dry --all";
         row.result = "built";

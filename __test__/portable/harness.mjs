@@ -16,8 +16,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, "..", "..");
 const require = createRequire(import.meta.url);
 export const { Client } = require(join(root, "index.js"));
-/** koma-sim, from the repository (a bundle or an installed package would pass its own path). */
-export const SIM = join(root, "bin", "koma-sim");
+/** koma-sim: KOMA_SIM_PATH when set (another target's build), else the repository's (a bundle or an installed package would pass its own path). */
+export const SIM = process.env.KOMA_SIM_PATH || join(root, "bin", "koma-sim");
 
 /** "node v22.23.5", "bun 1.4.5", "deno 2.9.6". */
 export function runtimeName() {

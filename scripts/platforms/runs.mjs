@@ -2,9 +2,10 @@
 // emulator (docs/platforms.md):
 //   linux-arm64-gnu   the Node test suite under arm64 Node, and the Python
 //                     suite under Debian's arm64 Python, through qemu-user
-//   linux-*-musl      koma-sim plays a turn (x64 natively, arm64 under qemu),
-//                     driven by this machine's package; the addon's
-//                     undefined symbols resolved by musl's own loader
+//   linux-*-musl      the portable suite under Bun's musl build, with the
+//                     musl addon and koma-sim (x64 natively, arm64 under
+//                     qemu); the addon's undefined symbols resolved by
+//                     musl's own loader
 //   windows           `import "@koma/sdk"` in Windows' Node under wine
 // Each returns {ran, result} for the table, or throws.
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -55,6 +56,15 @@ async function qemuVfork(target) {
   return r.out.trim();
 }
 
+/** The spawn path the suites take under qemu ({path, vfork}): the Linux one where qemu shares a vfork child's memory, else the portable one. */
+async function qemuSpawnPath(target) {
+  tools.apt(["gcc-aarch64-linux-gnu"]);
+  const vfork = await qemuVfork(target);
+  const path = vfork === "shared" ? "auto" : "portable";
+  say(`qemu-aarch64 and clone(CLONE_VM | CLONE_VFORK): the child's memory is ${vfork}; the suites run on the ${path} spawn path`);
+  return { path, vfork };
+}
+
 /**
  * A copy of the repository's files (tracked, as they are in the work tree)
  * with the target's binaries where a checkout keeps its own: the addon and
@@ -77,9 +87,7 @@ function stage(target, binaries) {
 /** The Node test suite under arm64 Node (qemu), on the portable spawn path; then a turn on the Linux path. */
 export async function nodeSuiteArm64(target, binaries) {
   const node = tools.runtime("node-arm64");
-  const vfork = await qemuVfork(target);
-  const QEMU_SPAWN = vfork === "shared" ? "auto" : "portable";
-  say(`qemu-aarch64 and clone(CLONE_VM | CLONE_VFORK): the child's memory is ${vfork}; the suites run on the ${QEMU_SPAWN} spawn path`);
+  const { path: QEMU_SPAWN, vfork } = await qemuSpawnPath(target);
   const dir = stage(target, binaries);
   const env = {
     ...process.env,
@@ -163,23 +171,47 @@ export async function pythonSuiteArm64(target, wheel, spawn) {
 }
 
 /**
- * A musl koma-sim plays a turn, driven by this machine's package (the x64
- * one natively, the arm64 one under qemu); and the musl addon's undefined
- * symbols, resolved by musl's dynamic loader itself: every one it cannot
- * find must be a Node-API function, which Node provides when it loads the
- * addon. No musl JavaScript runtime can be had here: the musl builds of Bun
- * need Alpine's libstdc++, which no registry this machine reaches carries.
+ * The portable suite (__test__/portable/smoke.mjs: every check through a
+ * real koma-sim child) under Bun's musl build, loading the musl addon and
+ * starting the musl koma-sim (x64 natively, arm64 under qemu on the spawn
+ * path qemu allows); then the addon's undefined symbols, resolved by musl's
+ * own loader: every one it cannot find must be a Node-API function, which
+ * the runtime provides. Bun's musl build runs here on Debian 13's musl and
+ * Alpine's C++ runtime from PyPI (tools.muslBun says why).
  */
 export async function muslTurn(target, binaries) {
   const arm = target.triple.startsWith("aarch64");
   tools.apt(arm ? ["musl:arm64"] : ["musl"]);
-  const turn = await capture(process.execPath, [join(root, "examples", "run.mjs")], {
-    cwd: root,
-    env: { ...process.env, KOMA_SIM_PATH: binaries.sim, KOMA_SIM_DELAY_MS: "0" },
+  const bun = await tools.muslBun(arm ? "arm64" : "x64");
+  const spawn = arm ? (await qemuSpawnPath(target)).path : "auto";
+  const env = { ...process.env, LD_LIBRARY_PATH: bun.libs };
+  // The addon itself, by its path: the suite below must not run on another
+  // one that the package's loader found instead.
+  const load = await capture(bun.bin, ["-e", `const m = require(${JSON.stringify(binaries.addon)}); console.log(typeof m.Client)`], {
+    env,
     timeoutMs: 5 * 60000,
   });
-  if (turn.code !== 0) throw new Error(`examples/run.mjs against the musl koma-sim failed: ${turn.err}${turn.out}`);
-  say(`examples/run.mjs against ${basename(binaries.sim)} (${arm ? "arm64, under qemu" : "x64, natively"}): a turn completed`);
+  if (load.code !== 0 || load.out.trim() !== "function")
+    throw new Error(`Bun's musl build does not load ${binaries.addon}: ${load.err}${load.out}`);
+  say(`${basename(binaries.addon)} loads in ${bun.what}`);
+  const started = Date.now();
+  const suite = await capture(bun.bin, [join(root, "__test__", "portable", "smoke.mjs")], {
+    cwd: root,
+    env: {
+      ...env,
+      NAPI_RS_NATIVE_LIBRARY_PATH: binaries.addon,
+      KOMA_SIM_PATH: binaries.sim,
+      KOMA_SDK_SPAWN: spawn,
+    },
+    timeoutMs: 30 * 60000,
+  });
+  writeFileSync(join(outDir(target), "portable-suite.tap"), suite.out + suite.err);
+  const count = (name) => Number((suite.out.match(new RegExp(`^# ${name} (\\d+)$`, "m")) || [])[1] ?? 0);
+  const failed = [...suite.out.matchAll(/^not ok \d+ - (.+)$/gm)].map((m) => m[1]);
+  const where = arm ? `qemu, KOMA_SDK_SPAWN=${spawn}` : "natively";
+  say(
+    `portable suite under ${bun.what} (${where}), the musl addon and koma-sim: ${count("pass")} of ${count("tests")} passed, ${count("fail")} failed, in ${secs(Date.now() - started)}`,
+  );
   const loader = arm ? "/lib/ld-musl-aarch64.so.1" : "/lib/ld-musl-x86_64.so.1";
   const r = await capture(loader, ["--list", binaries.addon], { timeoutMs: 5 * 60000 });
   const text = r.out + r.err;
@@ -191,10 +223,12 @@ export async function muslTurn(target, binaries) {
   say(
     `${basename(binaries.addon)} under ${loader}: links ${libs.join(", ") || "no library"}; unresolved: ${missing.length} Node-API functions (napi_*, node_api_*), nothing else`,
   );
+  const ok = suite.code === 0 && count("tests") > 0 && count("fail") === 0;
   return {
-    ran: `examples/run.mjs against its koma-sim (${arm ? "qemu" : "natively"}); the addon's symbols resolved by ${basename(loader)}`,
-    result: `turn completed; the addon needs musl libc and ${missing.length} Node-API functions, nothing else`,
-    ok: true,
+    ran: `the portable suite under ${bun.what} (${where}), with the musl addon and koma-sim; the addon's symbols resolved by ${basename(loader)}`,
+    result: `${count("pass")} of ${count("tests")} passed${failed.length ? ` (failed: ${failed.join("; ")})` : ""}${suite.code !== 0 && !failed.length ? ` (exit ${suite.code ?? suite.signal}: ${(suite.err || suite.out).slice(-400)})` : ""}; the addon needs musl libc and ${missing.length} Node-API functions, nothing else`,
+    ok,
+    failed,
   };
 }
 

