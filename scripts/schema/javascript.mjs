@@ -1,8 +1,11 @@
 // lib/surface.js: the tables the package's JavaScript half reads: the
 // protocol's methods of `Client` (index.js defines each as a `request()` of
-// its wire name) and the error codes with their classes (lib/errors.js
-// makes a class of each).
+// its wire name), the error codes with their classes (lib/errors.js makes a
+// class of each) and the client's options (lib/fake-options.js checks a
+// fake's by them). lib/scenario-steps.js: the table of the scenario
+// builders (lib/scenario.js).
 import { camel, NOTE, quote } from "./names.mjs";
+import { builderArgs, stepUnion } from "./scenario.mjs";
 
 export function tablesJs(m) {
   return [
@@ -40,6 +43,42 @@ export function esmEntry(m) {
     ...names.map((n) => `  ${n},`),
     "} = sdk;",
     "export default sdk;",
+    "",
+  ].join("\n");
+}
+
+/**
+ * lib/scenario-steps.js: the table `step`'s functions are made from
+ * (lib/scenario.js): each step's function, its `do`, and its members in the
+ * file's order, each with where the function takes it (its argument's index,
+ * or `"options"`) and the default the function gives it, if any.
+ */
+export function scenarioStepsJs(m) {
+  const union = stepUnion(m);
+  const rows = builderArgs(m).map((b) => {
+    const member = (x) => {
+      const at = x.inOptions ? quote("options") : String(b.args.indexOf(x));
+      return `[${[quote(x.name), at, ...(x.fallback === undefined ? [] : [quote(x.fallback)])].join(", ")}]`;
+    };
+    return `  [${quote(b.name)}, ${quote(b.tag)}, [${b.members.map(member).join(", ")}]],`;
+  });
+  return [
+    `// ${NOTE}`,
+    '"use strict";',
+    "",
+    "/** The member that says which step a step is. */",
+    `const tag = ${quote(union.tag)};`,
+    "",
+    "/**",
+    " * The steps, as `step`'s functions build them: [function, the tag's value,",
+    ' * [member, its argument\'s index or "options", the default the function gives]].',
+    ' * @type {Array<[string, string, Array<[string, number | "options", string?]>]>}',
+    " */",
+    "const steps = [",
+    ...rows,
+    "];",
+    "",
+    "module.exports = { tag, steps };",
     "",
   ].join("\n");
 }

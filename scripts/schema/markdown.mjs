@@ -1,8 +1,9 @@
 // The docs' tables: docs/protocol.md's methods, results, events and error
 // codes, the README's error codes, and CONTRIBUTING.md's list of the
-// generated files.
+// generated files; docs/koma-sim.md's table of a scenario's steps.
 import { kindOf, nullable, propertiesOf, scalarOf } from "./load.mjs";
 import { camel } from "./names.mjs";
+import { stepUnion, want } from "./scenario.mjs";
 
 const lit = (v) => (v === null ? "null" : typeof v === "string" ? `'${v}'` : String(v));
 const cell = (s) => s.replace(/\|/g, "\\|");
@@ -72,5 +73,33 @@ export function mdErrors(m) {
 export function mdFiles(outputs) {
   const lines = ["| file | made by | from |", "|---|---|---|"];
   for (const o of outputs) lines.push(`| \`${o.file}\`${o.region ? " (its tables)" : ""} | ${o.by} | ${o.from} |`);
+  return lines.join("\n");
+}
+
+/** What a step's member is, in the table: a scalar's own description, a type by its title, a set's values. */
+function fieldWords(p) {
+  const values = p.$def?.schema.enum;
+  if (values) return values.map((v) => `\`${v}\``).join(", ");
+  if (kindOf(p) === "ref" && p.$def.schema.title) return p.$def.schema.title;
+  if (kindOf(p) === "scalar" && p.description) return p.description.replace(/^./, (c) => c.toLowerCase()).replace(/\.$/, "");
+  if (kindOf(p) === "scalar" && scalarOf(p) === "string" && p.minLength) return "a non-empty string";
+  return want(p);
+}
+
+/** docs/koma-sim.md's table of a scenario's steps: each step's `do`, its members (`?` if it may be left out), and what it does. */
+export function mdSteps(m) {
+  const union = stepUnion(m);
+  const lines = ["| step | fields | what the agent does |", "|---|---|---|"];
+  for (const { $def: def } of union.schema.oneOf) {
+    const required = new Set(def.schema.required ?? []);
+    const fields = Object.entries(def.schema.properties)
+      .filter(([n]) => n !== union.tag)
+      .map(([n, p]) => {
+        const notes = [fieldWords(p)];
+        if ("default" in p) notes.push(`\`${JSON.stringify(p.default)}\` if absent`);
+        return `\`${n}\`${required.has(n) ? "" : "?"} (${notes.join("; ")})`;
+      });
+    lines.push(`| \`${def.member.key}\` | ${cell(fields.join(", "))} | ${cell(def.schema.description)} |`);
+  }
   return lines.join("\n");
 }
