@@ -22,9 +22,30 @@ export function tablesJs(m) {
     ...m.errors.map((e) => `  [${quote(e.code)}, ${quote(e.className)}, ${quote(e.nodeName)}],`),
     "];",
     "",
-    "module.exports = { methods, errors };",
+    "/**",
+    " * The options of `new Client`: [name, the JSON types it takes, its minimum,",
+    " * the method an object of it must have] (lib/fake-options.js checks a fake's",
+    " * client's by them).",
+    " * @type {Array<[string, string[], number | null, string | null]>}",
+    " */",
+    "const clientOptions = [",
+    ...clientOptionRows(m),
+    "];",
+    "",
+    "module.exports = { methods, errors, clientOptions };",
     "",
   ].join("\n");
+}
+
+/** A row of each of `ClientOptions`'s members: its types (`type`), `minimum`, and the getter an object of an `x-node-type` must have (`getTracer`). */
+function clientOptionRows(m) {
+  const def = m.defs.get("ClientOptions");
+  return Object.entries(def.schema.properties).map(([name, s]) => {
+    const types = s.type === undefined ? ["object"] : [s.type].flat();
+    const getter = /^\{ (\w+)\(/.exec(s["x-node-type"] ?? "")?.[1];
+    const row = [quote(name), `[${types.map(quote).join(", ")}]`, String(s.minimum ?? null), getter ? quote(getter) : "null"];
+    return `  [${row.join(", ")}],`;
+  });
 }
 
 /**
