@@ -582,7 +582,21 @@ fn check_with(text: &str) -> (Option<i32>, String, String) {
 #[test]
 fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
     let home = temp_home("sc-bad");
-    let steps = "output, tool, approval, pause, event, finish, exit, crash, stop_answering, broken_frame";
+    // The steps of the format, in its order: each `do` of `Step`'s `oneOf`.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/scenario.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let steps: Vec<&str> = schema["$defs"]["Step"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let name = r["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+            schema["$defs"][name]["properties"]["do"]["const"].as_str().unwrap()
+        })
+        .collect();
+    let steps = steps.join(", ");
     // The protocol's methods (docs/protocol.md), which hello lists.
     const METHODS: &str =
         "create, resume, state, submit, enqueue, interrupt, interrupt_and_submit, approve, detach, configure";
