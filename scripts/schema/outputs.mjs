@@ -39,7 +39,12 @@ export const OUTPUTS = [
     from: "every type Node has, a class per error code, the protocol's methods; `src/header.d.ts` first",
     make: (m, old, root) => typings(m, readFileSync(join(root, "src", "header.d.ts"), "utf8"), old),
   },
-  { file: "lib/surface.js", by: "`npm run generate`", from: "the methods, error codes and the options of `Client`", make: (m) => tablesJs(m) },
+  {
+    file: "lib/surface.js",
+    by: "`npm run generate`",
+    from: "the methods, error codes and the options of `Client`",
+    make: (m) => tablesJs(m),
+  },
   { file: "index.mjs", by: "`npm run generate`", from: "the error codes (the entry's names for ES modules)", make: (m) => esmEntry(m) },
   {
     file: "python/koma_sdk/_surface.py",
