@@ -57,9 +57,6 @@ for _name in _scenario_types.__all__:
     if isinstance(_part, type):
         _part.__module__ = __name__
 
-#: A value of the format as JSON (the parts by their `json()`).
-_json = to_json
-
 
 def check_scenario(scenario: Part | Mapping[str, Any]) -> str:
     """Check a scenario (its parts, or koma-sim's file as a dict) as

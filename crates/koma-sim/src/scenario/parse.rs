@@ -10,7 +10,7 @@
 
 use crate::capabilities::METHODS;
 use crate::scenario::format::{self, CrashSignal, SHAPES};
-use crate::scenario::read::{self, not, quote, Kind, Seg};
+use crate::scenario::read::{self, key, not, quote, Kind, Seg};
 use crate::scenario::script::{Matcher, MethodEntry, Methods, Reply, Scenario, TurnEntry, Turns};
 use crate::step::{Ask, Decided, Step};
 use serde_json::{json, Value};
@@ -48,10 +48,6 @@ fn at(path: &[Seg], seg: Seg) -> Vec<Seg> {
     let mut p = path.to_vec();
     p.push(seg);
     p
-}
-
-fn key(k: &str) -> Seg {
-    Seg::Key(k.to_string())
 }
 
 /// A scenario from the text of its file.

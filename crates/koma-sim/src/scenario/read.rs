@@ -351,7 +351,8 @@ pub fn plural(word: &str) -> String {
     }
 }
 
-fn key(k: &str) -> Seg {
+/// A path's step into the member `k`.
+pub fn key(k: &str) -> Seg {
     Seg::Key(k.to_string())
 }
 
