@@ -156,7 +156,7 @@ test("a scenario schema outside the subset fails the check with the file and the
   assert.match(run.stderr, /schema\/scenario\.schema\.json: .*at \/\$defs\/OutputStep\/properties\/text: outside the subset.*tpye/);
 });
 
-test("a step added to the scenario schema makes koma-sim's types, both builders' types, the docs' table of steps and nothing else stale", (t) => {
+test("a step added to the scenario schema makes koma-sim's types, both builders' types, the docs' tables of steps and nothing else stale", (t) => {
   const dir = copy(t);
   editJson(dir, "schema/scenario.schema.json", (doc) => {
     doc.$defs.BeepStep = {
@@ -176,6 +176,8 @@ test("a step added to the scenario schema makes koma-sim's types, both builders'
   assert.deepEqual(stale.sort(), [
     "crates/koma-sim/src/scenario/format.rs",
     "docs/koma-sim.md",
+    "docs/testing-python.md",
+    "docs/testing.md",
     "lib/scenario-steps.js",
     "python/koma_sdk/_scenario_types.py",
     "testing.d.ts",

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { esmEntry, scenarioStepsJs, tablesJs } from "./javascript.mjs";
-import { mdErrors, mdEvents, mdFiles, mdMethods, mdResults, mdSteps } from "./markdown.mjs";
+import { mdErrors, mdEvents, mdFiles, mdMethods, mdResults, mdStepClasses, mdStepFunctions, mdSteps } from "./markdown.mjs";
 import { pyCodes, pyExceptions, pyModule, pyScenario } from "./python.mjs";
 import { rust } from "./rust.mjs";
 import { rustSim } from "./rust-sim.mjs";
@@ -123,6 +123,20 @@ export const OUTPUTS = [
     by: "`npm run generate`",
     from: "scenario.schema.json: the table of a scenario's steps",
     make: regions("docs/koma-sim.md", { steps: mdSteps }),
+  },
+  {
+    file: "docs/testing.md",
+    region: true,
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table of `step`'s functions",
+    make: regions("docs/testing.md", { steps: mdStepFunctions }),
+  },
+  {
+    file: "docs/testing-python.md",
+    region: true,
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table of the steps' classes",
+    make: regions("docs/testing-python.md", { steps: mdStepClasses }),
   },
   {
     file: "README.md",

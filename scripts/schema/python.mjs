@@ -360,22 +360,45 @@ function scenarioType(s, where) {
   }
 }
 
-/** A dataclass of the format: its fields (required first) and the table `Part.json()` writes the file's object from. */
-function scenarioClass(def, tag) {
+/**
+ * The fields of a dataclass of the format, in the schema's order: each
+ * member's Python name, its name in the file, its type, its default (`ABSENT`,
+ * `()`, `None`, a builder's default; none if required) and how `Part.json()`
+ * leaves it out (`mode`).
+ */
+function scenarioFields(def, tag) {
   const required = new Set(def.schema.required ?? []);
   const members = Object.entries(def.schema.properties).filter(([n, p]) => n !== tag && langsOf(p).includes("python"));
-  const field = ([n, p]) => {
+  return members.map(([n, p]) => {
     const name = p["x-python-name"] ?? snake(n);
     const type = scenarioType(p, { file: def.file, path: `${def.path}/properties/${n}` });
-    if (p["x-builder-default"] !== undefined)
-      return { n, name, line: `${name}: ${type} = ${quote(p["x-builder-default"])}`, mode: "required" };
-    if (required.has(n)) return { n, name, line: `${name}: ${type}`, mode: "required" };
-    if (kindOf(p) === "any") return { n, name, line: `${name}: ${type} | Absent = ABSENT`, mode: "any" };
-    if (kindOf(p) === "array") return { n, name, line: `${name}: ${type} = ()`, mode: "list" };
-    return { n, name, line: `${name}: ${type} | None = None`, mode: "optional" };
-  };
-  const fields = members.map(field);
-  const ordered = [...fields.filter((f) => !f.line.includes(" = ")), ...fields.filter((f) => f.line.includes(" = "))];
+    if (p["x-builder-default"] !== undefined) return { n, name, type, fallback: quote(p["x-builder-default"]), mode: "required" };
+    if (required.has(n)) return { n, name, type, mode: "required" };
+    if (kindOf(p) === "any") return { n, name, type: `${type} | Absent`, fallback: "ABSENT", mode: "any" };
+    if (kindOf(p) === "array") return { n, name, type, fallback: "()", mode: "list" };
+    return { n, name, type: `${type} | None`, fallback: "None", mode: "optional" };
+  });
+}
+
+/** The fields as the dataclass orders them: those without a default first. */
+const inClassOrder = (fields) => [...fields.filter((f) => f.fallback === undefined), ...fields.filter((f) => f.fallback !== undefined)];
+
+/** How a part is made, as the docs show it: `Tool(tool, output, input=..., error=None)`. */
+export function pySignature(def, tag) {
+  const shown = { ABSENT: "...", "()": "[...]" };
+  const params = inClassOrder(scenarioFields(def, tag)).map((f) =>
+    f.fallback === undefined ? f.name : `${f.name}=${shown[f.fallback] ?? f.fallback}`,
+  );
+  return `${pyName(def)}(${params.join(", ")})`;
+}
+
+/** A dataclass of the format: its fields (required first) and the table `Part.json()` writes the file's object from. */
+function scenarioClass(def, tag) {
+  const fields = scenarioFields(def, tag).map((f) => ({
+    ...f,
+    line: f.fallback === undefined ? `${f.name}: ${f.type}` : `${f.name}: ${f.type} = ${f.fallback}`,
+  }));
+  const ordered = inClassOrder(fields);
   const out = ["", "", "@dataclass(frozen=True)", `class ${pyName(def)}(Part):`, ...docstring(def.schema.description, "    "), ""];
   for (const f of ordered) out.push(`    ${f.line}`);
   if (tag) out.push(`    _tag: ClassVar[Tag] = (${quote(tag)}, ${quote(def.member.key)})`);
