@@ -687,6 +687,11 @@ export interface TraceMessage {
   text: string
 }
 
+/**
+ * The name of one of the protocol's methods (on the wire).
+ */
+export type MethodName = 'create' | 'resume' | 'state' | 'submit' | 'enqueue' | 'interrupt' | 'interrupt_and_submit' | 'approve' | 'configure' | 'detach'
+
 // ---- A class per error code (schema/protocol.schema.json, ErrorCode)
 
 /**

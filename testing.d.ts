@@ -1,8 +1,16 @@
+/* Generated from schema/ by scripts/generate.mjs: do not edit. */
+
+// The start of testing.d.ts, by hand: the fake, the check of a scenario and
+// the record (lib/testing.js, lib/scenario.js). The scenario format's types
+// and `step` follow it, generated from schema/scenario.schema.json
+// (scripts/generate.mjs); this file is written as testing.d.ts sees it, from
+// the package's root.
+
 /**
  * `@koma/sdk/testing`: a fake Koma that a test scripts. koma-sim plays a
  * scenario (what each turn does, and how requests are answered) as a real
  * child through the real transport, and records every request the program
- * sent. The types below mirror koma-sim's scenario format (its JSON file;
+ * sent. The scenario's types are koma-sim's scenario format (its JSON file;
  * docs/koma-sim.md, "Scenarios"): an object written by hand, or made with
  * `step`, is the file's JSON. docs/testing.md is the guide.
  *
@@ -16,219 +24,10 @@
  * });
  * ```
  */
-import type { ApprovalDecision, Client, ClientOptions } from "./index.js";
+import type { ApprovalDecision, Client, ClientOptions, MethodName } from "./index.js";
 
 /** Any JSON value (`input`, `output`, `data`, `result`). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-// ---------------------------------------------------------------- the format
-
-/** Which texts a turn entry plays: exactly one matcher. */
-export type Match =
-  /** The Nth turn this koma-sim starts (1 is the first; every turn counts). */
-  | { turn: number }
-  /** Exactly this text. */
-  | { text: string }
-  /** A text that contains this (case-sensitive). */
-  | { contains: string }
-  /**
-   * A text in which this regular expression finds a match: Rust's `regex`
-   * syntax (not anchored unless it says `^` and `$`; `(?i)` ignores case).
-   * The check compiles it as koma-sim does; look-around and backreferences
-   * are refused (Rust has neither).
-   */
-  | { regex: string };
-
-/** `output {turn, text}`. */
-export interface OutputStep {
-  do: "output";
-  text: string;
-}
-
-/** `tool_call {turn, call, tool, input}`, then `tool_result {turn, call, output, error}`. */
-export interface ToolStep {
-  do: "tool";
-  tool: string;
-  /** `{}` if absent. */
-  input?: Json | undefined;
-  output: Json;
-  /** `false` if absent. */
-  error?: boolean | undefined;
-}
-
-/** What follows a decision of an approval. */
-export interface ApprovalBranch {
-  /** The call's `tool_result` output: `"allowed"` or `"denied"` if absent. */
-  output?: Json | undefined;
-  /** The `tool_result`'s error: `false` after an allow, `true` after a deny, if absent. */
-  error?: boolean | undefined;
-  /** Played after the `tool_result`, before the rest of the turn. */
-  steps?: Step[] | undefined;
-}
-
-/**
- * `tool_call`, `approval_requested {turn, approval, tool, input}` and `state`
- * (waiting); the turn waits for `approve`, then plays the branch of the
- * decision, then the rest of its steps.
- */
-export interface ApprovalStep {
-  do: "approval";
-  tool: string;
-  /** `{}` if absent. */
-  input?: Json | undefined;
-  allow?: ApprovalBranch | undefined;
-  deny?: ApprovalBranch | undefined;
-}
-
-/** Wait `ms` milliseconds; without `ms`, until the turn is interrupted (or koma-sim stops). */
-export interface PauseStep {
-  do: "pause";
-  ms?: number | undefined;
-}
-
-/** An event of any name (outside the catalog too) with this data. */
-export interface EventStep {
-  do: "event";
-  name: string;
-  /** `{}` if absent. */
-  data?: Json | undefined;
-}
-
-/** `turn_finished {turn, status, error?}`: the turn ends here (it must be the last step of its list). */
-export interface FinishStep {
-  do: "finish";
-  /** Any string, outside the catalog too; `"completed"` if absent. */
-  status?: string | undefined;
-  error?: string | undefined;
-}
-
-/** koma-sim exits with this code (0 to 255); what it queued is written first. */
-export interface ExitStep {
-  do: "exit";
-  code: number;
-}
-
-/** The signals a `crash` step may die of. */
-export type CrashSignal =
-  | "SIGABRT"
-  | "SIGALRM"
-  | "SIGBUS"
-  | "SIGFPE"
-  | "SIGHUP"
-  | "SIGILL"
-  | "SIGINT"
-  | "SIGKILL"
-  | "SIGPIPE"
-  | "SIGQUIT"
-  | "SIGSEGV"
-  | "SIGTERM"
-  | "SIGUSR1"
-  | "SIGUSR2";
-
-/** koma-sim dies of this signal; what it queued is written first. */
-export interface CrashStep {
-  do: "crash";
-  signal: CrashSignal;
-}
-
-/** No more answers and no more events: a hung koma (it still reads and records requests). */
-export interface StopAnsweringStep {
-  do: "stop_answering";
-}
-
-/** This line on stdout (`"this line is not JSON (koma-sim scenario)"` if absent); then the turn goes on. */
-export interface BrokenFrameStep {
-  do: "broken_frame";
-  line?: string | undefined;
-}
-
-/** What the agent does, one step at a time. */
-export type Step =
-  | OutputStep
-  | ToolStep
-  | ApprovalStep
-  | PauseStep
-  | EventStep
-  | FinishStep
-  | ExitStep
-  | CrashStep
-  | StopAnsweringStep
-  | BrokenFrameStep;
-
-/** A turn entry: the turns it plays (by `match`, `times` of them) and their steps. */
-export interface ScriptedTurn {
-  /** Absent: any text. */
-  match?: Match | undefined;
-  /** How many turns it plays: 1 if absent, or `"always"`. */
-  times?: number | "always" | undefined;
-  /** Played in order; when they run out, the turn finishes `completed`. */
-  steps: Step[];
-  about?: string | undefined;
-}
-
-/** A scripted remote error. */
-export interface ScriptedError {
-  code: string;
-  /** `"<code> (scripted by the scenario)"` if absent. */
-  message?: string | undefined;
-  data?: Json | undefined;
-}
-
-interface MethodAnswerBase {
-  /** One of the protocol's methods (`"submit"`): a name outside them is a mistake of the scenario. */
-  method: string;
-  /** The Nth request of this method (1 is the first); absent: every one. */
-  nth?: number | undefined;
-  about?: string | undefined;
-}
-
-/**
- * A scripted answer: with `result` or `error` the request is answered so and
- * not carried out; with `delay_ms` alone it is carried out at once and its
- * answer goes that much later.
- */
-export type MethodAnswer = MethodAnswerBase &
-  (
-    | { result: Json; error?: never; delay_ms?: number | undefined }
-    | { error: ScriptedError; result?: never; delay_ms?: number | undefined }
-    | { delay_ms: number; result?: never; error?: never }
-  );
-
-/** A scenario: koma-sim's file (`KOMA_SIM_SCENARIO`), format 1. */
-export interface Scenario {
-  /** Tried in this order for each turn that starts. */
-  turns?: ScriptedTurn[] | undefined;
-  /** Scripted answers to requests. */
-  methods?: MethodAnswer[] | undefined;
-  /**
-   * A turn no entry matches: `"error"` (the default) refuses the request
-   * with the remote error `unscripted`; `"agent"` lets koma-sim's keyword
-   * agent play it.
-   */
-  unscripted?: "error" | "agent" | undefined;
-  format?: 1 | undefined;
-  about?: string | undefined;
-  $schema?: string | undefined;
-}
-
-/** The steps as functions that return their objects. */
-export declare const step: {
-  output(text: string): OutputStep;
-  tool(tool: string, output: Json, options?: { input?: Json | undefined; error?: boolean | undefined }): ToolStep;
-  approval(
-    tool: string,
-    options?: { input?: Json | undefined; allow?: ApprovalBranch | undefined; deny?: ApprovalBranch | undefined },
-  ): ApprovalStep;
-  /** Without `ms`: until the turn is interrupted. */
-  pause(ms?: number): PauseStep;
-  event(name: string, data?: Json): EventStep;
-  finish(status?: string, error?: string): FinishStep;
-  exit(code: number): ExitStep;
-  /** `SIGKILL` unless given. */
-  crash(signal?: CrashSignal): CrashStep;
-  stopAnswering(): StopAnsweringStep;
-  brokenFrame(line?: string): BrokenFrameStep;
-};
 
 // ---------------------------------------------------------------- checking
 
@@ -333,3 +132,386 @@ export type TestContextLike = { after(fn: () => unknown): unknown } | { onTestFi
  * (node:test's `t`, or vitest's `({ onTestFinished })`).
  */
 export declare function fakeKoma(t: TestContextLike, scenario: Scenario, options?: FakeKomaOptions): FakeKoma;
+
+// ---- The scenario format (schema/scenario.schema.json)
+
+/**
+ * A scenario: the turn entries, tried in order for each turn that starts; the scripted answers to
+ * requests; and what a turn that no entry matches gets.
+ */
+export interface Scenario {
+  /**
+   * The turn entries, tried in this order for each turn that starts: the first that matches its
+   * text and has turns left plays it. `[]` if absent.
+   */
+  turns?: ScriptedTurn[] | undefined
+  /**
+   * Scripted answers to requests: for each request read, the first entry of its method (and call
+   * number) scripts its answer. `[]` if absent.
+   */
+  methods?: MethodAnswer[] | undefined
+  /**
+   * What a turn that no entry matches gets. `"error"` if absent.
+   */
+  unscripted?: Unscripted | undefined
+  /**
+   * A comment; ignored.
+   */
+  about?: string | undefined
+  /**
+   * The format's version; 1 if absent.
+   */
+  format?: 1 | undefined
+  /**
+   * Ignored: for editors.
+   */
+  $schema?: string | undefined
+}
+
+/**
+ * What a turn that no entry matches gets: `"error"` refuses the request that would start it with
+ * the remote error `unscripted`, which names the text (a queued text's turn fails), and `"agent"`
+ * lets koma-sim's keyword agent play it.
+ */
+export type Unscripted = 'agent' | 'error'
+
+/**
+ * A turn entry: the turns it plays (those whose text `match` takes, `times` of them) and their
+ * steps.
+ */
+export interface ScriptedTurn {
+  /**
+   * Which texts it plays; any text if absent.
+   */
+  match?: Match | undefined
+  /**
+   * How many turns it plays: a positive integer, or `"always"` for any number. A text that only a
+   * used-up entry matches is refused with the remote error `unscripted`, whose message names that
+   * entry. `1` if absent.
+   */
+  times?: number | 'always' | undefined
+  /**
+   * Played in order; a `finish` step is the last of its list. When they run out, the turn finishes
+   * `completed`.
+   */
+  steps: Step[]
+  /**
+   * A comment; ignored.
+   */
+  about?: string | undefined
+}
+
+/**
+ * Which texts a turn entry plays: exactly one matcher.
+ */
+export type Match = MatchTurn | MatchText | MatchContains | MatchRegex
+
+/**
+ * The Nth turn this koma-sim starts (1 is the first; every turn counts, scripted or not).
+ */
+export interface MatchTurn {
+  turn: number
+  text?: never
+  contains?: never
+  regex?: never
+}
+
+/**
+ * Exactly this text.
+ */
+export interface MatchText {
+  text: string
+  turn?: never
+  contains?: never
+  regex?: never
+}
+
+/**
+ * A text that contains this (case-sensitive).
+ */
+export interface MatchContains {
+  contains: string
+  turn?: never
+  text?: never
+  regex?: never
+}
+
+/**
+ * A text in which this regular expression finds a match: Rust's `regex` syntax, not anchored unless
+ * it says `^` and `$` (`(?i)` ignores case). The check compiles it as koma-sim does; look-around
+ * and backreferences are refused (Rust has neither).
+ */
+export interface MatchRegex {
+  regex: string
+  turn?: never
+  text?: never
+  contains?: never
+}
+
+/**
+ * What the agent does next: its `do` says which step it is.
+ */
+export type Step = OutputStep | ToolStep | ApprovalStep | PauseStep | EventStep | FinishStep | ExitStep | CrashStep | StopAnsweringStep | BrokenFrameStep
+
+/**
+ * `output {turn, text}`.
+ */
+export interface OutputStep {
+  do: 'output'
+  text: string
+}
+
+/**
+ * A call with a fresh id (`c-N`): `tool_call {turn, call, tool, input}`, then `tool_result {turn,
+ * call, output, error}`.
+ */
+export interface ToolStep {
+  do: 'tool'
+  tool: string
+  /**
+   * Any JSON value. `{}` if absent.
+   */
+  input?: Json | undefined
+  /**
+   * Any JSON value: the result's output.
+   */
+  output: Json
+  /**
+   * Whether the tool failed. `false` if absent.
+   */
+  error?: boolean | undefined
+}
+
+/**
+ * A call with fresh ids (`c-N`, `a-N`): `tool_call`, `approval_requested {turn, approval, tool,
+ * input}` and `state` (waiting); the turn waits for `approve`. The decision's `tool_result` and a
+ * `state` (running) come before the answer to `approve`; then the branch's steps play, then the
+ * rest of the turn.
+ */
+export interface ApprovalStep {
+  do: 'approval'
+  tool: string
+  /**
+   * Any JSON value. `{}` if absent.
+   */
+  input?: Json | undefined
+  /**
+   * After an allow; if absent, the output `"allowed"`, not an error, and no steps.
+   */
+  allow?: ApprovalBranch | undefined
+  /**
+   * After a deny; if absent, the output `"denied"`, an error, and no steps.
+   */
+  deny?: ApprovalBranch | undefined
+}
+
+/**
+ * What follows a decision of an approval: the call's `tool_result`, then these steps.
+ */
+export interface ApprovalBranch {
+  /**
+   * Any JSON value: the `tool_result`'s output (`"allowed"` or `"denied"` if absent).
+   */
+  output?: Json | undefined
+  /**
+   * The `tool_result`'s error (false after an allow, true after a deny, if absent).
+   */
+  error?: boolean | undefined
+  /**
+   * Played after the `tool_result`, before the rest of the turn; none if absent.
+   */
+  steps?: Step[] | undefined
+}
+
+/**
+ * With `ms`, waits that long; without, until the turn is interrupted (or koma-sim stops). The state
+ * stays `running`, and an interrupt ends the turn at once either way.
+ */
+export interface PauseStep {
+  do: 'pause'
+  ms?: number | undefined
+}
+
+/**
+ * An event of this name and data, numbered as every event is: outside the catalog too, or a catalog
+ * name with odd data.
+ */
+export interface EventStep {
+  do: 'event'
+  name: string
+  /**
+   * Any JSON value. `{}` if absent.
+   */
+  data?: Json | undefined
+}
+
+/**
+ * `turn_finished {turn, status, error?}`: the turn ends here, so nothing may follow it in its list;
+ * the queue goes on.
+ */
+export interface FinishStep {
+  do: 'finish'
+  /**
+   * Any string, outside the catalog too. `"completed"` if absent.
+   */
+  status?: string | undefined
+  error?: string | undefined
+}
+
+/**
+ * koma-sim exits with this code; what it queued before is written first.
+ */
+export interface ExitStep {
+  do: 'exit'
+  code: number
+}
+
+/**
+ * koma-sim dies of this signal (its default action, without a core file, whatever the fault
+ * switches say of it); what it queued before is written first.
+ */
+export interface CrashStep {
+  do: 'crash'
+  signal: CrashSignal
+}
+
+/**
+ * The signals a `crash` step may die of.
+ */
+export type CrashSignal = 'SIGABRT' | 'SIGALRM' | 'SIGBUS' | 'SIGFPE' | 'SIGHUP' | 'SIGILL' | 'SIGINT' | 'SIGKILL' | 'SIGPIPE' | 'SIGQUIT' | 'SIGSEGV' | 'SIGTERM' | 'SIGUSR1' | 'SIGUSR2'
+
+/**
+ * No more answers and no more events: requests are still read (and recorded), and `detach` is
+ * ignored; koma-sim exits 0 at the end of stdin and dies of SIGTERM.
+ */
+export interface StopAnsweringStep {
+  do: 'stop_answering'
+}
+
+/**
+ * This line on koma-sim's stdout, then the terminator; then the turn goes on.
+ */
+export interface BrokenFrameStep {
+  do: 'broken_frame'
+  /**
+   * One line of text. `"this line is not JSON (koma-sim scenario)"` if absent.
+   */
+  line?: string | undefined
+}
+
+/**
+ * A scripted answer to the requests of `method` (the `nth` one, or every one). With `result` or
+ * `error` the request is answered so and not carried out; with `delay_ms` alone it is carried out
+ * at once and its answer goes that much later.
+ */
+export type MethodAnswer = {
+  /**
+   * One of the protocol's methods (those hello lists): a name outside them is a mistake, since no
+   * client would send it.
+   */
+  method: MethodName
+  /**
+   * The Nth request of this method (1 is the first); every one if absent.
+   */
+  nth?: number | undefined
+  /**
+   * A comment; ignored.
+   */
+  about?: string | undefined
+} & (
+  | {
+    /**
+     * Any JSON value: the answer's result.
+     */
+    result: Json
+    /**
+     * Milliseconds between reading the request and sending its answer; requests read meanwhile are
+     * answered as usual.
+     */
+    delay_ms?: number | undefined
+    error?: never
+  }
+  | {
+    /**
+     * The answer's remote error.
+     */
+    error: ScriptedError
+    /**
+     * Milliseconds between reading the request and sending its answer; requests read meanwhile are
+     * answered as usual.
+     */
+    delay_ms?: number | undefined
+    result?: never
+  }
+  | {
+    /**
+     * Milliseconds between reading the request and sending its answer; requests read meanwhile are
+     * answered as usual.
+     */
+    delay_ms: number
+    result?: never
+    error?: never
+  }
+)
+
+/**
+ * A scripted remote error.
+ */
+export interface ScriptedError {
+  code: string
+  /**
+   * `"<code> (scripted by the scenario)"` if absent.
+   */
+  message?: string | undefined
+  /**
+   * Any JSON value; none if absent.
+   */
+  data?: Json | undefined
+}
+
+/**
+ * The steps as functions that return their objects (a step may be written as its object as well: it
+ * is the file's JSON).
+ */
+export declare const step: {
+  /**
+   * An `output` event.
+   */
+  output(text: string): OutputStep
+  /**
+   * A tool call and its result.
+   */
+  tool(tool: string, output: Json, options?: { input?: Json | undefined; error?: boolean | undefined }): ToolStep
+  /**
+   * A tool call that asks for approval, and waits.
+   */
+  approval(tool: string, options?: { input?: Json | undefined; allow?: ApprovalBranch | undefined; deny?: ApprovalBranch | undefined }): ApprovalStep
+  /**
+   * Waits; without `ms`, until the turn is interrupted.
+   */
+  pause(ms?: number): PauseStep
+  /**
+   * Any event, outside the catalog too.
+   */
+  event(name: string, data?: Json): EventStep
+  /**
+   * `turn_finished` with any status: the turn ends there.
+   */
+  finish(status?: string, error?: string): FinishStep
+  /**
+   * Koma exits with that code.
+   */
+  exit(code: number): ExitStep
+  /**
+   * Koma dies of a signal. `signal` is `"SIGKILL"` unless given.
+   */
+  crash(signal?: CrashSignal): CrashStep
+  /**
+   * Koma answers nothing more: a hung koma.
+   */
+  stopAnswering(): StopAnsweringStep
+  /**
+   * A line that is not JSON on koma's stdout.
+   */
+  brokenFrame(line?: string): BrokenFrameStep
+}

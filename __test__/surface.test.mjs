@@ -26,6 +26,7 @@ function copy(t) {
     "schema",
     "rustfmt.toml",
     "src/header.d.ts",
+    "lib/testing-header.d.ts",
     "python/dev.py",
     "python/pyproject.toml",
     ...GENERATED,
@@ -143,4 +144,42 @@ test("a field added to the turn result makes the core's struct, both packages' t
   assert.equal(run.status, 1);
   const stale = run.stderr.match(/stale \(schema\/ says otherwise\): (.*); run/)[1].split(", ");
   assert.deepEqual(stale.sort(), ["crates/koma-transport/src/surface.rs", "index.d.ts", "python/koma_sdk/_types.py"]);
+});
+
+test("a scenario schema outside the subset fails the check with the file and the path", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/scenario.schema.json", (doc) => {
+    doc.$defs.OutputStep.properties.text.tpye = "string";
+  });
+  const run = check(dir);
+  assert.equal(run.status, 1, run.stdout);
+  assert.match(run.stderr, /schema\/scenario\.schema\.json: .*at \/\$defs\/OutputStep\/properties\/text: outside the subset.*tpye/);
+});
+
+test("a step added to the scenario schema makes koma-sim's types, both builders' types, the docs' tables of steps and nothing else stale", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/scenario.schema.json", (doc) => {
+    doc.$defs.BeepStep = {
+      title: "a beep",
+      description: "An `output` of `beep`.",
+      type: "object",
+      properties: { do: { const: "beep" }, times: { type: "integer", minimum: 1 } },
+      required: ["do"],
+      additionalProperties: false,
+      "x-python-name": "Beep",
+    };
+    doc.$defs.Step.oneOf.push({ $ref: "#/$defs/BeepStep" });
+  });
+  const run = check(dir);
+  assert.equal(run.status, 1);
+  const stale = run.stderr.match(/stale \(schema\/ says otherwise\): (.*); run/)[1].split(", ");
+  assert.deepEqual(stale.sort(), [
+    "crates/koma-sim/src/scenario/format.rs",
+    "docs/koma-sim.md",
+    "docs/testing-python.md",
+    "docs/testing.md",
+    "lib/scenario-steps.js",
+    "python/koma_sdk/_scenario_types.py",
+    "testing.d.ts",
+  ]);
 });

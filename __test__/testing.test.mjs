@@ -291,10 +291,9 @@ test("FakeKoma's options are checked, as new Client's are: an unknown or mistype
       { cwd: "/" },
       "FakeKoma options: unknown option `cwd` (`cwd` is a client option: `{ client: { cwd } }`); the options are: executable, env, delayMs, client",
     ],
-    [
-      { client: { helloTimeout: "1s" } },
-      'FakeKoma options: client: `helloTimeout` must be a number of milliseconds >= 0, or null, not "1s"',
-    ],
+    [{ client: { helloTimeout: "1s" } }, 'FakeKoma options: client: `helloTimeout` must be a number >= 0, or null, not "1s"'],
+    [{ client: { tracerProvider: {} } }, "FakeKoma options: client: `tracerProvider` must be an object with getTracer(), not an object"],
+    [{ client: { helloTimeout: -1 } }, "FakeKoma options: client: `helloTimeout` must be a number >= 0, or null, not -1"],
     [
       { client: { executable: SIM } },
       "FakeKoma options: client: unknown option `executable` (`executable` is an option of the fake, beside `client`); the options are: cwd, trace, helloTimeout, telemetry, tracerProvider, meterProvider, captureContent",

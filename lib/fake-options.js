@@ -5,32 +5,51 @@
 // client, or to the fake), as `new Client` refuses an unknown option.
 "use strict";
 
+const { clientOptions } = require("./surface.js");
+
 /**
  * The options of a fake and of its clients, each with what it must be: a
  * mistake is a TypeError naming the option, as `new Client` refuses an
  * unknown option, before anything starts.
  * @typedef {[string, (v: unknown) => boolean, string]} Option
- * @type {Option[]}
  */
-const CLIENT_OPTIONS = [
-  ["cwd", (v) => typeof v === "string", "a string"],
-  ["trace", (v) => typeof v === "boolean", "a boolean"],
-  ["helloTimeout", (v) => v === null || (typeof v === "number" && Number.isFinite(v) && v >= 0), "a number of milliseconds >= 0, or null"],
-  ["telemetry", (v) => typeof v === "boolean", "a boolean"],
-  ["tracerProvider", (v) => hasMethod(v, "getTracer"), "an OpenTelemetry TracerProvider (an object with getTracer())"],
-  ["meterProvider", (v) => hasMethod(v, "getMeter"), "an OpenTelemetry MeterProvider (an object with getMeter())"],
-  ["captureContent", (v) => typeof v === "boolean", "a boolean"],
-];
+
+/**
+ * A client option of the schema's `ClientOptions` (lib/surface.js), as a
+ * check and its words: its JSON types, its minimum, or the method an object
+ * of it must have (a provider's `getTracer`).
+ * @param {[string, string[], number | null, string | null]} row
+ * @returns {Option}
+ */
+function clientOption([name, types, minimum, getter]) {
+  if (getter) return [name, (v) => hasMethod(v, getter), `an object with ${getter}()`];
+  const nullable = types.includes("null");
+  const type = types.find((t) => t !== "null") ?? "null";
+  const above = minimum === null ? "" : ` >= ${minimum}`;
+  /** @param {unknown} v */
+  const fits = (v) => {
+    if (v === null) return nullable;
+    if (type === "number" || type === "integer") {
+      const n = /** @type {number} */ (v);
+      return (
+        typeof v === "number" && Number.isFinite(n) && (type === "number" || Number.isSafeInteger(n)) && (minimum === null || n >= minimum)
+      );
+    }
+    return type === "object" ? isRecord(v) : typeof v === type;
+  };
+  const article = /^[aeiou]/.test(type) ? "an" : "a";
+  return [name, fits, `${article} ${type}${above}${nullable ? ", or null" : ""}`];
+}
+
+/** A fake's client's options: all of `new Client`'s but those the fake gives (`executable`, `env`). */
+const CLIENT_OPTIONS = clientOptions.filter(([name]) => name !== "executable" && name !== "env").map(clientOption);
+
 /** @type {Option[]} */
 const FAKE_OPTIONS = [
   ["executable", (v) => typeof v === "string" && v !== "", "a non-empty string"],
   ["env", (v) => isRecord(v) && Object.values(v).every((x) => x === undefined || typeof x === "string"), "an object of strings"],
   ["delayMs", (v) => Number.isSafeInteger(v) && /** @type {number} */ (v) >= 0, "an integer of milliseconds >= 0"],
-  [
-    "client",
-    isRecord,
-    "an object (the client's options: cwd, trace, helloTimeout, telemetry, tracerProvider, meterProvider, captureContent)",
-  ],
+  ["client", isRecord, `an object (the client's options: ${CLIENT_OPTIONS.map(([k]) => k).join(", ")})`],
 ];
 
 /**

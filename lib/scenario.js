@@ -1,6 +1,6 @@
 // @ts-check
 // koma-sim's scenario format (docs/koma-sim.md, "Scenarios";
-// crates/koma-sim/scenario.schema.json), as `@koma/sdk/testing` builds it:
+// schema/scenario.schema.json), as `@koma/sdk/testing` builds it:
 // the steps as small functions, and the check of a whole scenario before a
 // fake starts. koma-sim is the one reader of the format: the check hands
 // the scenario to `koma-sim check-scenario`, which reads it as it reads its
@@ -11,6 +11,7 @@
 "use strict";
 
 const { spawnSync } = require("node:child_process");
+const { steps, tag } = require("./scenario-steps.js");
 
 /**
  * A scenario with a mistake: `entry` is the turn or method entry (`turns[0]
@@ -150,48 +151,33 @@ function checkScenario(scenario) {
   throw new Error(`koma-sim check-scenario (${sim}) could not check the scenario (${how}): ${(r.stderr ?? "").trim()}`);
 }
 
-/** @param {Record<string, unknown>} o drop the fields that are undefined */
-function defined(o) {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-}
-
 /**
  * The steps of a turn, as functions that return the step's object (the
- * objects may be written by hand as well: they are the file's JSON).
+ * objects may be written by hand as well: they are the file's JSON). Each
+ * function is made from the format's table (lib/scenario-steps.js,
+ * generated from the schema): it takes some members as its arguments, in
+ * order, and the others in an options object after them
+ * (`step.tool(tool, output, {input, error})`); a member left `undefined`
+ * is left out, unless the function has a default for it.
+ * @type {Record<string, (...args: any[]) => Record<string, unknown>>}
  */
-const step = {
-  /** @param {string} text */
-  output: (text) => ({ do: "output", text }),
-  /**
-   * @param {string} tool
-   * @param {unknown} output
-   * @param {{input?: unknown, error?: boolean}} [options]
-   */
-  tool: (tool, output, options = {}) => defined({ do: "tool", tool, input: options.input, output, error: options.error }),
-  /**
-   * @param {string} tool
-   * @param {{input?: unknown, allow?: object, deny?: object}} [options]
-   */
-  approval: (tool, options = {}) => defined({ do: "approval", tool, input: options.input, allow: options.allow, deny: options.deny }),
-  /** @param {number} [ms] */
-  pause: (ms) => defined({ do: "pause", ms }),
-  /**
-   * @param {string} name
-   * @param {unknown} [data]
-   */
-  event: (name, data) => defined({ do: "event", name, data }),
-  /**
-   * @param {string} [status]
-   * @param {string} [error]
-   */
-  finish: (status, error) => defined({ do: "finish", status, error }),
-  /** @param {number} code */
-  exit: (code) => ({ do: "exit", code }),
-  /** @param {string} [signal] */
-  crash: (signal = "SIGKILL") => ({ do: "crash", signal }),
-  stopAnswering: () => ({ do: "stop_answering" }),
-  /** @param {string} [line] */
-  brokenFrame: (line) => defined({ do: "broken_frame", line }),
-};
+const step = Object.fromEntries(
+  steps.map(([name, kind, members]) => {
+    const positional = members.filter(([, at]) => at !== "options").length;
+    /** @param {any[]} args */
+    const make = (...args) => {
+      const options = args[positional] ?? {};
+      /** @type {Record<string, unknown>} */
+      const out = { [tag]: kind };
+      for (const [member, at, fallback] of members) {
+        const given = at === "options" ? options[member] : args[at];
+        if (given !== undefined) out[member] = given;
+        else if (fallback !== undefined) out[member] = fallback;
+      }
+      return out;
+    };
+    return [name, make];
+  }),
+);
 
 module.exports = { checkScenario, ScenarioError, step };

@@ -33,4 +33,22 @@ const errors = [
   ["timeout", "TimedOut", "TimeoutError"],
 ];
 
-module.exports = { methods, errors };
+/**
+ * The options of `new Client`: [name, the JSON types it takes, its minimum,
+ * the method an object of it must have] (lib/fake-options.js checks a fake's
+ * client's by them).
+ * @type {Array<[string, string[], number | null, string | null]>}
+ */
+const clientOptions = [
+  ["executable", ["string"], null, null],
+  ["cwd", ["string"], null, null],
+  ["env", ["object"], null, null],
+  ["trace", ["boolean"], null, null],
+  ["helloTimeout", ["number", "null"], 0, null],
+  ["telemetry", ["boolean"], null, null],
+  ["tracerProvider", ["object"], null, "getTracer"],
+  ["meterProvider", ["object"], null, "getMeter"],
+  ["captureContent", ["boolean"], null, null],
+];
+
+module.exports = { methods, errors, clientOptions };

@@ -1,6 +1,7 @@
 // Type-checked with `tsc --strict` (typescript.test.mjs and `npm test`), never run:
-// scenarios built in code are checked by testing.d.ts, which mirrors koma-sim's
-// scenario format; each @ts-expect-error is a mistake the typings must catch.
+// scenarios built in code are checked by testing.d.ts, whose types of koma-sim's
+// scenario format are generated from schema/scenario.schema.json; each mistake
+// marked @ts-expect-error below is one the typings must catch.
 import type { TestContext } from "node:test";
 import type { ApprovalDecision, Client } from "../../index.js";
 import {
@@ -64,6 +65,12 @@ export const s4: Scenario = { unscripted: "keyword" };
 export const m1: MethodAnswer = { method: "state", result: {}, error: { code: "x" } };
 // @ts-expect-error a method answer that scripts nothing
 export const m2: MethodAnswer = { method: "state" };
+// @ts-expect-error a method outside the protocol's (MethodName)
+export const m3: MethodAnswer = { method: "sumbit", result: {} };
+// @ts-expect-error a delay alone takes no error as well as a result
+export const m4: MethodAnswer = { method: "state", delay_ms: 1, result: {}, error: { code: "x" } };
+// @ts-expect-error two matchers in one match
+export const s5: Scenario = { turns: [{ match: { text: "a", contains: "b" }, steps: [] }] };
 // @ts-expect-error an output is JSON
 step.tool("x", () => 1);
 

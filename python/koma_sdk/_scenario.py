@@ -1,11 +1,16 @@
-"""The check of a koma-sim scenario before a fake starts. koma-sim is the
-format's one reader: the scenario goes to `koma-sim check-scenario`, which
-reads it as it reads its file and says its first mistake (the entry: a turn
-by its index and its match, or a method entry by its index, method and
-call; the field's path from it; the problem). So the check's words are
-koma-sim's, `bad scenario: <entry>: <field>: <problem>`, and a regular
-expression is compiled by the regex crate koma-sim uses. `@koma/sdk/testing`
-(lib/scenario.js) does the same in JavaScript."""
+"""A koma-sim scenario built in code, and its check before a fake starts.
+
+The parts of a scenario are the dataclasses of `_scenario_types` (generated
+from schema/scenario.schema.json); `Part` is what they share: `json()`, their
+object in koma-sim's file, made from each class's table of members.
+
+koma-sim is the format's one reader: the scenario goes to `koma-sim
+check-scenario`, which reads it as it reads its file and says its first
+mistake (the entry: a turn by its index and its match, or a method entry by
+its index, method and call; the field's path from it; the problem). So the
+check's words are koma-sim's, `bad scenario: <entry>: <field>: <problem>`,
+and a regular expression is compiled by the regex crate koma-sim uses.
+`@koma/sdk/testing` (lib/scenario.js) does the same in JavaScript."""
 
 from __future__ import annotations
 
@@ -13,9 +18,65 @@ import enum
 import json
 import math
 import subprocess
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, Union
 
 from . import sim
+
+#: Any JSON value (`input`, `output`, `data`, `result`).
+JSON = Union[None, bool, int, float, str, Sequence["JSON"], Mapping[str, "JSON"]]  # noqa: UP007 - a recursive alias
+
+
+class Absent(enum.Enum):
+    ABSENT = "ABSENT"
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: A field left out (where `None` would be JSON's null).
+ABSENT = Absent.ABSENT
+
+#: A part's members: (attribute, name in the file, how it is left out: never
+#: (`required`), when None (`optional`), when ABSENT (`any`), when empty (`list`)).
+Members = tuple[tuple[str, str, Literal["required", "optional", "any", "list"]], ...]
+#: A step's tag: the member that says which step it is, and its value (`("do", "tool")`).
+Tag = tuple[str, str]
+
+
+class Part:
+    """A piece of a scenario: `json()` is its object in koma-sim's file."""
+
+    _tag: ClassVar[Tag | None] = None
+    _members: ClassVar[Members] = ()
+
+    def json(self) -> Any:
+        out: dict[str, Any] = {}
+        if self._tag is not None:
+            out[self._tag[0]] = self._tag[1]
+        for attribute, name, mode in self._members:
+            v = getattr(self, attribute)
+            left_out = {"required": False, "optional": v is None, "any": v is ABSENT, "list": not v}[mode]
+            if not left_out:
+                out[name] = to_json(v)
+        return out
+
+
+def to_json(v: Any, _open: frozenset[int] = frozenset()) -> Any:
+    """A value of the format as JSON: the parts by their `json()`, the rest
+    as it is (what JSON cannot hold is left for the check to name; a cycle,
+    where it comes back)."""
+    if isinstance(v, Part):
+        return v.json()
+    if isinstance(v, (Mapping, list, tuple)):
+        if id(v) in _open:
+            return Cycle()
+        inner = _open | {id(v)}
+        if isinstance(v, Mapping):
+            return {k: to_json(x, inner) for k, x in v.items()}
+        return [to_json(x, inner) for x in v]
+    return v
+
 
 #: The longest koma-sim takes to check a scenario, in seconds: it reads,
 #: checks and exits; a bound, so that nothing waits forever.
@@ -43,7 +104,7 @@ ScenarioError.__module__ = "koma_sdk.testing"  # where a program imports it from
 
 
 class Cycle:
-    """Where a value comes back inside itself (`testing._json` puts one there)."""
+    """Where a value comes back inside itself (`to_json` puts one there)."""
 
 
 def _host_only(v: Any) -> str | None:
@@ -55,8 +116,7 @@ def _host_only(v: Any) -> str | None:
     if isinstance(v, float):
         return None if math.isfinite(v) else f"{v}, which JSON cannot hold"
     if isinstance(v, type):
-        made = v.__module__ == "koma_sdk.testing"
-        if made:
+        if issubclass(v, Part):
             return f"{v.__name__} is a class, not a value: make one, as `{v.__name__}(...)`"
         return f"the class {v.__qualname__}, which JSON cannot hold"
     if isinstance(v, (set, frozenset)):

@@ -211,6 +211,20 @@ Event = (
     | DiagnosticEvent
 )
 
+#: The name of one of the protocol's methods (on the wire).
+MethodName = Literal[
+    "create",
+    "resume",
+    "state",
+    "submit",
+    "enqueue",
+    "interrupt",
+    "interrupt_and_submit",
+    "approve",
+    "configure",
+    "detach",
+]
+
 
 #: The class of each catalog name (the core hands over catalog names only).
 EVENT_CLASSES: dict[str, Any] = {
@@ -284,6 +298,7 @@ __all__ = [
     "Event",
     "InterruptAndSubmitResult",
     "InterruptResult",
+    "MethodName",
     "OutputData",
     "OutputEvent",
     "SessionResult",

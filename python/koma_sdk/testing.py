@@ -10,8 +10,8 @@ real transport, and records every request your program sent.
         result = await koma.client.run("deploy", on_approval="deny")
         assert koma.approvals() == [("a-1", "deny")]
 
-The classes mirror koma-sim's scenario format (docs/koma-sim.md in the
-repository, "Scenarios"): koma-sim checks a scenario (`koma-sim
+The classes are koma-sim's scenario format (docs/koma-sim.md in the
+repository, "Scenarios"), generated from its schema: koma-sim checks a scenario (`koma-sim
 check-scenario`) before a fake starts, and its first mistake raises
 `ScenarioError`, naming the turn and the field. Under pytest, the `fake_koma` fixture (registered by the
 package) makes one and stops it when the test ends. docs/testing-python.md
@@ -20,25 +20,19 @@ in the repository is the guide.
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Literal,
-    TypedDict,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from . import sim
+from . import _scenario_types, sim
 from ._client import Client
 from ._fake_folder import make_folder
-from ._scenario import Cycle, ScenarioError, check, hide_mistake
+from ._scenario import ABSENT, JSON, Part, ScenarioError, check, hide_mistake, to_json
+from ._scenario_types import *  # noqa: F403 - the scenario's parts, generated from the schema
 from ._surface import Decision
 
 if TYPE_CHECKING:
@@ -47,368 +41,29 @@ if TYPE_CHECKING:
 __all__ = [
     "ABSENT",
     "JSON",
-    "Approval",
-    "Branch",
     "ClientOptions",
-    "Contains",
-    "Crash",
-    "CrashSignal",
-    "Event",
-    "Exit",
     "FakeKoma",
-    "Finish",
-    "Matcher",
-    "MethodAnswer",
-    "Output",
-    "Pause",
-    "Regex",
     "Request",
-    "Scenario",
     "ScenarioError",
-    "ScriptedError",
-    "ScriptedTurn",
-    "Step",
-    "StopAnswering",
-    "BrokenFrame",
-    "Text",
-    "Tool",
-    "TurnNumber",
     "check_scenario",
     "read_record",
 ]
+__all__ += _scenario_types.__all__
 
-#: Any JSON value (`input`, `output`, `data`, `result`).
-JSON = Union[None, bool, int, float, str, Sequence["JSON"], Mapping[str, "JSON"]]  # noqa: UP007 - a recursive alias
+# The parts are named where a program imports them from, as tracebacks and
+# reprs of their classes say.
+for _name in _scenario_types.__all__:
+    _part = getattr(_scenario_types, _name)
+    if isinstance(_part, type):
+        _part.__module__ = __name__
 
 
-class _Absent(enum.Enum):
-    ABSENT = "ABSENT"
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-#: A field left out (where `None` would be JSON's null).
-ABSENT = _Absent.ABSENT
-
-CrashSignal = Literal[
-    "SIGABRT",
-    "SIGALRM",
-    "SIGBUS",
-    "SIGFPE",
-    "SIGHUP",
-    "SIGILL",
-    "SIGINT",
-    "SIGKILL",
-    "SIGPIPE",
-    "SIGQUIT",
-    "SIGSEGV",
-    "SIGTERM",
-    "SIGUSR1",
-    "SIGUSR2",
-]
-
-
-def _opt(**fields: Any) -> dict[str, Any]:
-    """The fields given: those that are not None."""
-    return {k: _json(v) for k, v in fields.items() if v is not None}
-
-
-def _any(**fields: Any) -> dict[str, Any]:
-    """The fields of any JSON value that are given: those that are not ABSENT (None is JSON's null)."""
-    return {k: _json(v) for k, v in fields.items() if v is not ABSENT}
-
-
-def _json(v: Any, _open: frozenset[int] = frozenset()) -> Any:
-    """A value of the format as JSON: the classes below by their `json()`,
-    the rest as it is (what JSON cannot hold is left for the check to name;
-    a cycle, where it comes back)."""
-    if isinstance(v, _Part):
-        return v.json()
-    if isinstance(v, (Mapping, list, tuple)):
-        if id(v) in _open:
-            return Cycle()
-        inner = _open | {id(v)}
-        if isinstance(v, Mapping):
-            return {k: _json(x, inner) for k, x in v.items()}
-        return [_json(x, inner) for x in v]
-    return v
-
-
-class _Part:
-    """A piece of a scenario: `json()` is its object in koma-sim's file."""
-
-    def json(self) -> Any:
-        raise NotImplementedError
-
-
-# ---------------------------------------------------------------- matchers
-
-
-@dataclass(frozen=True)
-class TurnNumber(_Part):
-    """The Nth turn this koma-sim starts (1 is the first; every turn counts)."""
-
-    n: int
-
-    def json(self) -> Any:
-        return {"turn": self.n}
-
-
-@dataclass(frozen=True)
-class Text(_Part):
-    """Exactly this text."""
-
-    text: str
-
-    def json(self) -> Any:
-        return {"text": self.text}
-
-
-@dataclass(frozen=True)
-class Contains(_Part):
-    """A text that contains this (case-sensitive)."""
-
-    text: str
-
-    def json(self) -> Any:
-        return {"contains": self.text}
-
-
-@dataclass(frozen=True)
-class Regex(_Part):
-    """A text in which this regular expression finds a match: Rust's `regex`
-    syntax (not anchored unless it says `^` and `$`; `(?i)` ignores case).
-    The check compiles it as koma-sim does; look-around and backreferences
-    are refused (Rust has neither)."""
-
-    pattern: str
-
-    def json(self) -> Any:
-        return {"regex": self.pattern}
-
-
-Matcher = TurnNumber | Text | Contains | Regex
-
-# ---------------------------------------------------------------- steps
-
-
-@dataclass(frozen=True)
-class Output(_Part):
-    """`output {turn, text}`."""
-
-    text: str
-
-    def json(self) -> Any:
-        return {"do": "output", "text": self.text}
-
-
-@dataclass(frozen=True)
-class Tool(_Part):
-    """A tool call and its result: `tool_call {turn, call, tool, input}`, then
-    `tool_result {turn, call, output, error}` (`input` `{}` and `error`
-    false unless given)."""
-
-    tool: str
-    output: JSON
-    input: JSON | _Absent = ABSENT
-    error: bool | None = None
-
-    def json(self) -> Any:
-        return {
-            "do": "tool",
-            "tool": self.tool,
-            **_any(input=self.input),
-            "output": _json(self.output),
-            **_opt(error=self.error),
-        }
-
-
-@dataclass(frozen=True)
-class Branch(_Part):
-    """What follows a decision of an approval: the call's `tool_result`
-    output (`"allowed"` or `"denied"` unless given) and error (false after
-    an allow, true after a deny, unless given), then these steps."""
-
-    output: JSON | _Absent = ABSENT
-    error: bool | None = None
-    steps: Sequence[Step | Mapping[str, Any]] = ()
-
-    def json(self) -> Any:
-        return {**_any(output=self.output), **_opt(error=self.error, steps=list(self.steps) if self.steps else None)}
-
-
-@dataclass(frozen=True)
-class Approval(_Part):
-    """A tool call that asks for approval (`approval_requested`, `state`
-    waiting) and waits for `approve`; then the branch of the decision, then
-    the rest of the turn."""
-
-    tool: str
-    input: JSON | _Absent = ABSENT
-    allow: Branch | None = None
-    deny: Branch | None = None
-
-    def json(self) -> Any:
-        return {"do": "approval", "tool": self.tool, **_any(input=self.input), **_opt(allow=self.allow, deny=self.deny)}
-
-
-@dataclass(frozen=True)
-class Pause(_Part):
-    """Wait `ms` milliseconds; without `ms`, until the turn is interrupted (or koma-sim stops)."""
-
-    ms: int | None = None
-
-    def json(self) -> Any:
-        return {"do": "pause", **_opt(ms=self.ms)}
-
-
-@dataclass(frozen=True)
-class Event(_Part):
-    """An event of any name (outside the catalog too) with this data (`{}` unless given)."""
-
-    name: str
-    data: JSON | _Absent = ABSENT
-
-    def json(self) -> Any:
-        return {"do": "event", "name": self.name, **_any(data=self.data)}
-
-
-@dataclass(frozen=True)
-class Finish(_Part):
-    """`turn_finished {turn, status, error?}` (status `"completed"` unless
-    given; any string): the turn ends here, so it is the last step of its list."""
-
-    status: str | None = None
-    error: str | None = None
-
-    def json(self) -> Any:
-        return {"do": "finish", **_opt(status=self.status, error=self.error)}
-
-
-@dataclass(frozen=True)
-class Exit(_Part):
-    """koma-sim exits with this code (0 to 255); what it queued is written first."""
-
-    code: int
-
-    def json(self) -> Any:
-        return {"do": "exit", "code": self.code}
-
-
-@dataclass(frozen=True)
-class Crash(_Part):
-    """koma-sim dies of this signal; what it queued is written first."""
-
-    signal: CrashSignal = "SIGKILL"
-
-    def json(self) -> Any:
-        return {"do": "crash", "signal": self.signal}
-
-
-@dataclass(frozen=True)
-class StopAnswering(_Part):
-    """No more answers and no more events: a hung koma (it still reads and records requests)."""
-
-    def json(self) -> Any:
-        return {"do": "stop_answering"}
-
-
-@dataclass(frozen=True)
-class BrokenFrame(_Part):
-    """This line on koma-sim's stdout (`"this line is not JSON (koma-sim
-    scenario)"` unless given); then the turn goes on."""
-
-    line: str | None = None
-
-    def json(self) -> Any:
-        return {"do": "broken_frame", **_opt(line=self.line)}
-
-
-Step = Output | Tool | Approval | Pause | Event | Finish | Exit | Crash | StopAnswering | BrokenFrame
-
-# ---------------------------------------------------------------- turns, answers, the scenario
-
-
-@dataclass(frozen=True)
-class ScriptedTurn(_Part):
-    """A turn entry: the turns it plays (those `match` takes, any text if
-    None; `times` of them, 1 unless given, or `"always"`) and their steps.
-    When the steps run out, the turn finishes `completed`."""
-
-    steps: Sequence[Step | Mapping[str, Any]]
-    match: Matcher | Mapping[str, Any] | None = None
-    times: int | Literal["always"] | None = None
-    about: str | None = None
-
-    def json(self) -> Any:
-        return {**_opt(about=self.about, match=self.match, times=self.times), "steps": _json(list(self.steps))}
-
-
-@dataclass(frozen=True)
-class ScriptedError(_Part):
-    """A scripted remote error (`message` `"<code> (scripted by the scenario)"` unless given)."""
-
-    code: str
-    message: str | None = None
-    data: JSON | _Absent = ABSENT
-
-    def json(self) -> Any:
-        return {"code": self.code, **_opt(message=self.message), **_any(data=self.data)}
-
-
-@dataclass(frozen=True)
-class MethodAnswer(_Part):
-    """A scripted answer to the requests of `method` (the `nth` one, 1 the
-    first, or every one). With `result` or `error` the request is answered
-    so and not carried out; with `delay_ms` alone it is carried out at once
-    and its answer goes that much later."""
-
-    method: str
-    nth: int | None = None
-    result: JSON | _Absent = ABSENT
-    error: ScriptedError | None = None
-    delay_ms: int | None = None
-    about: str | None = None
-
-    def json(self) -> Any:
-        return {
-            **_opt(about=self.about),
-            "method": self.method,
-            **_opt(nth=self.nth),
-            **_any(result=self.result),
-            **_opt(error=self.error, delay_ms=self.delay_ms),
-        }
-
-
-@dataclass(frozen=True)
-class Scenario(_Part):
-    """koma-sim's scenario (`KOMA_SIM_SCENARIO`), format 1: the turn entries,
-    tried in order for each turn that starts; the scripted answers; and what
-    a turn no entry matches gets: `"error"` (the default: the request is
-    refused with the remote error `unscripted`) or `"agent"` (koma-sim's
-    keyword agent plays it)."""
-
-    turns: Sequence[ScriptedTurn | Mapping[str, Any]] = ()
-    methods: Sequence[MethodAnswer | Mapping[str, Any]] = ()
-    unscripted: Literal["error", "agent"] | None = None
-    about: str | None = None
-
-    def json(self) -> Any:
-        return _opt(
-            about=self.about,
-            unscripted=self.unscripted,
-            turns=list(self.turns) if self.turns else None,
-            methods=list(self.methods) if self.methods else None,
-        )
-
-
-def check_scenario(scenario: Scenario | Mapping[str, Any]) -> str:
-    """Check a scenario (the classes above, or koma-sim's file as a dict) as
+def check_scenario(scenario: Part | Mapping[str, Any]) -> str:
+    """Check a scenario (its parts, or koma-sim's file as a dict) as
     koma-sim checks its file: its JSON text, or `ScenarioError` naming the
     first mistake (`bad scenario: <entry>: <field>: <problem>`)."""
     __tracebackhide__ = hide_mistake
-    return check(_json(scenario))
+    return check(to_json(scenario))
 
 
 # ---------------------------------------------------------------- the record
@@ -498,7 +153,7 @@ class FakeKoma:
 
     def __init__(
         self,
-        scenario: Scenario | Mapping[str, Any],
+        scenario: Part | Mapping[str, Any],
         *,
         executable: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,

@@ -21,6 +21,7 @@ import pytest
 import koma_sdk.sim
 from helpers import HANG, ROOT, SIM, alive, child_pids, raises
 from koma_sdk import Client, KomaError
+from koma_sdk._scenario import to_json as as_json
 from koma_sdk.pytest_plugin import FakeKomaFactory
 from koma_sdk.testing import (
     ABSENT,
@@ -48,7 +49,6 @@ from koma_sdk.testing import (
     check_scenario,
     read_record,
 )
-from koma_sdk.testing import _json as as_json
 
 pytestmark = pytest.mark.anyio
 

@@ -101,8 +101,24 @@ function model(files) {
       if (!node.properties || !(r in node.properties))
         throw new SchemaError(file, pointer([...parts, "required"]), `${JSON.stringify(r)} is not a property`);
     }
+    // An object's alternatives name its own properties.
+    const alternatives = named && node.type === "object" ? (node.oneOf ?? []) : [];
+    for (const [i, alt] of alternatives.entries()) {
+      for (const [key, names] of [
+        ["required", alt.required],
+        ["properties", Object.keys(alt.properties ?? {})],
+      ]) {
+        const stray = names.find((n) => !(n in node.properties));
+        if (stray !== undefined)
+          throw new SchemaError(file, pointer([...parts, "oneOf", i, key]), `${JSON.stringify(stray)} is not a property`);
+      }
+    }
+    for (const n of node["x-node-options"] ?? []) {
+      if (!(n in (node.properties ?? {})))
+        throw new SchemaError(file, pointer([...parts, "x-node-options"]), `${JSON.stringify(n)} is not a property`);
+    }
     for (const [k, v] of Object.entries(node)) {
-      if (k === "$def" || k === "properties") continue;
+      if (k === "$def" || k === "properties" || (k === "oneOf" && alternatives.length)) continue;
       walk(v, file, [...parts, k], false);
     }
     for (const [k, v] of Object.entries(node.properties ?? {})) walk(v, file, [...parts, "properties", k], false);
@@ -110,8 +126,34 @@ function model(files) {
   for (const { file, doc } of files) {
     for (const [k, v] of Object.entries(doc)) {
       if (k === "$defs") for (const [name, s] of Object.entries(v)) walk(s, file, ["$defs", name], true);
+      else if (k === "$ref") doc.$def = resolve(v, file, "/$ref");
       else walk(v, file, [k], false);
     }
+  }
+  // A union's members: objects told apart by a constant member they share
+  // (a step's `do`: `tagged`) or by one member each (a matcher: `keyed`).
+  for (const def of defs.values()) {
+    if (kindOf(def.schema) !== "union") continue;
+    const members = def.schema.oneOf.map((r) => r.$def);
+    if (!members.every((d) => d.schema.type === "object")) continue; // a union of unions (EventItem)
+    const tag = Object.keys(members[0].schema.properties ?? {}).find((k) =>
+      members.every((d) => typeof d.schema.properties?.[k]?.const === "string" && d.schema.required?.includes(k)),
+    );
+    const seen = new Set();
+    for (const [i, d] of members.entries()) {
+      const props = Object.keys(d.schema.properties ?? {});
+      const key = tag ? d.schema.properties[tag].const : props.length === 1 && d.schema.required?.[0] === props[0] ? props[0] : undefined;
+      if (key === undefined)
+        throw new SchemaError(
+          def.file,
+          `${def.path}/oneOf/${i}`,
+          `${d.name}: the members of a union of objects share a constant member (a tag) or have one required member each`,
+        );
+      if (seen.has(key)) throw new SchemaError(def.file, `${def.path}/oneOf/${i}`, `${d.name}: another member has ${JSON.stringify(key)}`);
+      seen.add(key);
+      d.member = { of: def, key };
+    }
+    def.tag = tag ?? null;
   }
   // Objects: an extension extends an object; methods take and answer objects.
   const isObject = (def) => def.schema.type === "object" || def.schema.allOf !== undefined;
@@ -162,7 +204,7 @@ function model(files) {
     };
   });
   if (errors.filter((e) => e.remote).length !== 1) throw new SchemaError(codes.file, codes.path, "exactly one code carries `x-remote`");
-  return { files, defs, methods, events, errors };
+  return { files, defs, methods, events, errors, defsOf: (file) => [...defs.values()].filter((d) => d.file === file) };
 }
 
 // ---- what the emitters ask of a schema
@@ -172,15 +214,20 @@ export const langsOf = (s) => s["x-langs"] ?? ["node", "python"];
 
 /**
  * A schema's kind, for the emitters: `ref`, `const`, `enum`, `union` (a
- * oneOf of refs), `codes` (a oneOf of consts), `open` (an open enum),
- * `object`, `extension`, `array`, `map`, `scalar` (with `.name` and
- * `.nullable`), or `any`.
+ * oneOf of refs; its def's `tag` is the member they are told apart by, or
+ * null when each has one key), `codes` (a oneOf of consts), `scalars` (a
+ * oneOf of scalar types and constants), `open` (an open enum), `object`
+ * (whose `oneOf`, if any, are its alternatives), `extension`, `array`,
+ * `map`, `scalar` (with `.name` and `.nullable`), or `any`.
  */
 export function kindOf(s) {
   if (s.$def) return "ref";
   if ("const" in s) return "const";
   if (s.enum) return "enum";
-  if (s.oneOf) return s.oneOf.every((m) => "const" in m) ? "codes" : "union";
+  if (s.oneOf && s.type !== "object") {
+    if (s.oneOf.every((m) => m.$ref)) return "union";
+    return s.oneOf.every((m) => "const" in m && m.description) ? "codes" : "scalars";
+  }
   if (s.anyOf) return "open";
   if (s.allOf) return "extension";
   const type = Array.isArray(s.type) ? s.type.find((t) => t !== "null") : s.type;

@@ -5,12 +5,13 @@
 // `<!-- /generated -->`; the rest of it is written by hand.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { esmEntry, tablesJs } from "./javascript.mjs";
-import { mdErrors, mdEvents, mdFiles, mdMethods, mdResults } from "./markdown.mjs";
-import { pyCodes, pyExceptions, pyModule } from "./python.mjs";
+import { esmEntry, scenarioStepsJs, tablesJs } from "./javascript.mjs";
+import { mdErrors, mdEvents, mdFiles, mdMethods, mdResults, mdStepClasses, mdStepFunctions, mdSteps } from "./markdown.mjs";
+import { pyCodes, pyExceptions, pyModule, pyScenario } from "./python.mjs";
 import { rust } from "./rust.mjs";
+import { rustSim } from "./rust-sim.mjs";
 import { rustfmt, ruffFormat } from "./format.mjs";
-import { typings } from "./typescript.mjs";
+import { testingTypings, typings } from "./typescript.mjs";
 
 /** `text` with its region `name` replaced by `body`. */
 export function region(text, name, body, file) {
@@ -38,7 +39,12 @@ export const OUTPUTS = [
     from: "every type Node has, a class per error code, the protocol's methods; `src/header.d.ts` first",
     make: (m, old, root) => typings(m, readFileSync(join(root, "src", "header.d.ts"), "utf8"), old),
   },
-  { file: "lib/surface.js", by: "`npm run generate`", from: "the methods and error codes", make: (m) => tablesJs(m) },
+  {
+    file: "lib/surface.js",
+    by: "`npm run generate`",
+    from: "the methods, error codes and the options of `Client`",
+    make: (m) => tablesJs(m),
+  },
   { file: "index.mjs", by: "`npm run generate`", from: "the error codes (the entry's names for ES modules)", make: (m) => esmEntry(m) },
   {
     file: "python/koma_sdk/_surface.py",
@@ -81,11 +87,56 @@ export const OUTPUTS = [
     make: (m, _old, root) => ruffFormat(root, pyExceptions(m)),
   },
   {
+    file: "crates/koma-sim/src/scenario/format.rs",
+    by: "`npm run generate`",
+    from: "scenario.schema.json: koma-sim's scenario types (serde) and the table its messages are worded from",
+    make: (m, _old, root) => rustfmt(root, rustSim(m)),
+  },
+  {
+    file: "testing.d.ts",
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the scenario format's types and `step`'s functions; `lib/testing-header.d.ts` first",
+    make: (m, _old, root) => testingTypings(m, readFileSync(join(root, "lib", "testing-header.d.ts"), "utf8")),
+  },
+  {
+    file: "lib/scenario-steps.js",
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table `step`'s functions are made from",
+    make: (m) => scenarioStepsJs(m),
+  },
+  {
+    file: "python/koma_sdk/_scenario_types.py",
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the dataclasses and types of `koma_sdk.testing`'s scenarios",
+    make: (m, _old, root) => ruffFormat(root, pyScenario(m, "schema/scenario.schema.json")),
+  },
+  {
     file: "docs/protocol.md",
     region: true,
     by: "`npm run generate`",
     from: "the tables of methods, results, events, error codes",
     make: regions("docs/protocol.md", { methods: mdMethods, results: mdResults, events: mdEvents, errors: mdErrors }),
+  },
+  {
+    file: "docs/koma-sim.md",
+    region: true,
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table of a scenario's steps",
+    make: regions("docs/koma-sim.md", { steps: mdSteps }),
+  },
+  {
+    file: "docs/testing.md",
+    region: true,
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table of `step`'s functions",
+    make: regions("docs/testing.md", { steps: mdStepFunctions }),
+  },
+  {
+    file: "docs/testing-python.md",
+    region: true,
+    by: "`npm run generate`",
+    from: "scenario.schema.json: the table of the steps' classes",
+    make: regions("docs/testing-python.md", { steps: mdStepClasses }),
   },
   {
     file: "README.md",

@@ -1,6 +1,7 @@
 // koma_sdk's types: each file of schema/ becomes a module (protocol ->
 // _surface.py, sdk -> _types.py), the error codes _codes.py and their
-// classes _exceptions.py. A type a program receives as a value is a frozen,
+// classes _exceptions.py, and the scenario format _scenario_types.py (whose
+// dataclasses build a scenario's file). A type a program receives as a value is a frozen,
 // slotted dataclass made from the wire by `_values.Wire`; the data of an
 // event stays the wire's dict (no conversion per event), typed by a
 // TypedDict named `<Type>Data`; an enum is a `Literal`. Options are keyword
@@ -9,6 +10,7 @@
 // _errors.py.
 import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
 import { doc, NOTE, quote, snake } from "./names.mjs";
+import { SCENARIO } from "./scenario.mjs";
 
 export const pyName = (def) => def.schema["x-python-name"] ?? def.name;
 const tdName = (def) => (def.name.endsWith("Data") ? def.name : `${def.name}Data`);
@@ -202,6 +204,12 @@ function moduleText(doc, imports, body, exported) {
 }
 
 /** `from X import a, b` lines for the names `body` uses of each module. */
+/** Ruff's order of imported names (isort's `order-by-type`): constants, then classes, then the rest. */
+function byType(a, b) {
+  const type = (n) => (/^[A-Z0-9_]+$/.test(n) && n.length > 1 ? 0 : /^[A-Z]/.test(n) ? 1 : 2);
+  return type(a) - type(b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 function importsFor(body, modules) {
   // Code only: a word of a docstring or a comment is not a use.
   const text = body
@@ -210,7 +218,7 @@ function importsFor(body, modules) {
     .replace(/#.*$/gm, "");
   const lines = [];
   for (const [module, names] of modules) {
-    const used = names.filter((n) => new RegExp(`\\b${n}\\b`).test(text)).sort();
+    const used = names.filter((n) => new RegExp(`\\b${n}\\b`).test(text)).sort(byType);
     if (used.length) lines.push(module.startsWith("import ") ? module : `from ${module} import ${used.join(", ")}`);
   }
   return lines;
@@ -250,6 +258,9 @@ export function pyModule(m, file, doc) {
     }
   }
   if (file === "schema/protocol.schema.json") {
+    body.push("", "#: The name of one of the protocol's methods (on the wire).");
+    body.push(`MethodName = Literal[${m.methods.map((x) => quote(x.name)).join(", ")}]`);
+    exported.add("MethodName");
     body.push("", "", "#: The class of each catalog name (the core hands over catalog names only).");
     body.push(`EVENT_CLASSES: dict[str, Any] = {${m.events.map((e) => `${quote(e.name)}: ${pyName(e.def)}`).join(", ")},}`);
     body.push(...methods(m));
@@ -257,7 +268,7 @@ export function pyModule(m, file, doc) {
   // Names of the other modules' types that this one uses.
   const elsewhere = new Map();
   for (const def of m.defs.values()) {
-    if (def.file === file || !langsOf(def.schema).includes("python")) continue;
+    if (def.file === file || def.file === SCENARIO || !langsOf(def.schema).includes("python")) continue;
     const module = def.file === "schema/protocol.schema.json" ? "._surface" : "._types";
     const names = elsewhere.get(module) ?? [];
     names.push(pyName(def), tdName(def));
@@ -326,4 +337,105 @@ export function pyExceptions(m) {
     body,
     m.errors.map((e) => e.className),
   );
+}
+
+// ---- koma_sdk.testing's scenario parts (_scenario_types.py)
+
+/** The Python type of a member of the scenario format: a part may also be given as a dict in the file's form. */
+function scenarioType(s, where) {
+  if (s["x-method-name"]) return "MethodName";
+  switch (kindOf(s)) {
+    case "ref": {
+      const def = s.$def;
+      return kindOf(def.schema) === "enum" ? pyName(def) : `${pyName(def)} | Mapping[str, Any]`;
+    }
+    case "array":
+      return `Sequence[${scenarioType(s.items, where)}]`;
+    case "scalars":
+      return s.oneOf.map((m) => ("const" in m ? `Literal[${pyLit(m.const)}]` : pyType(m, where, false))).join(" | ");
+    case "any":
+      return "JSON";
+    default:
+      return pyType(s, where, false);
+  }
+}
+
+/**
+ * The fields of a dataclass of the format, in the schema's order: each
+ * member's Python name, its name in the file, its type, its default (`ABSENT`,
+ * `()`, `None`, a builder's default; none if required) and how `Part.json()`
+ * leaves it out (`mode`).
+ */
+function scenarioFields(def, tag) {
+  const required = new Set(def.schema.required ?? []);
+  const members = Object.entries(def.schema.properties).filter(([n, p]) => n !== tag && langsOf(p).includes("python"));
+  return members.map(([n, p]) => {
+    const name = p["x-python-name"] ?? snake(n);
+    const type = scenarioType(p, { file: def.file, path: `${def.path}/properties/${n}` });
+    if (p["x-builder-default"] !== undefined) return { n, name, type, fallback: quote(p["x-builder-default"]), mode: "required" };
+    if (required.has(n)) return { n, name, type, mode: "required" };
+    if (kindOf(p) === "any") return { n, name, type: `${type} | Absent`, fallback: "ABSENT", mode: "any" };
+    if (kindOf(p) === "array") return { n, name, type, fallback: "()", mode: "list" };
+    return { n, name, type: `${type} | None`, fallback: "None", mode: "optional" };
+  });
+}
+
+/** The fields as the dataclass orders them: those without a default first. */
+const inClassOrder = (fields) => [...fields.filter((f) => f.fallback === undefined), ...fields.filter((f) => f.fallback !== undefined)];
+
+/** How a part is made, as the docs show it: `Tool(tool, output, input=..., error=None)`. */
+export function pySignature(def, tag) {
+  const shown = { ABSENT: "...", "()": "[...]" };
+  const params = inClassOrder(scenarioFields(def, tag)).map((f) =>
+    f.fallback === undefined ? f.name : `${f.name}=${shown[f.fallback] ?? f.fallback}`,
+  );
+  return `${pyName(def)}(${params.join(", ")})`;
+}
+
+/** A dataclass of the format: its fields (required first) and the table `Part.json()` writes the file's object from. */
+function scenarioClass(def, tag) {
+  const fields = scenarioFields(def, tag).map((f) => ({
+    ...f,
+    line: f.fallback === undefined ? `${f.name}: ${f.type}` : `${f.name}: ${f.type} = ${f.fallback}`,
+  }));
+  const ordered = inClassOrder(fields);
+  const out = ["", "", "@dataclass(frozen=True)", `class ${pyName(def)}(Part):`, ...docstring(def.schema.description, "    "), ""];
+  for (const f of ordered) out.push(`    ${f.line}`);
+  if (tag) out.push(`    _tag: ClassVar[Tag] = (${quote(tag)}, ${quote(def.member.key)})`);
+  const table = fields.map((f) => `(${quote(f.name)}, ${quote(f.n)}, ${quote(f.mode)})`);
+  out.push(`    _members: ClassVar[Members] = (${table.join(", ")}${table.length === 1 ? "," : ""})`);
+  return out;
+}
+
+/** _scenario_types.py: the scenario format's parts, which koma_sdk.testing exports. */
+export function pyScenario(m, file) {
+  const defs = m.defsOf(file).filter((d) => langsOf(d.schema).includes("python"));
+  const enums = [];
+  const classes = [];
+  const unions = [];
+  const exported = new Set();
+  for (const def of defs) {
+    const kind = kindOf(def.schema);
+    exported.add(pyName(def));
+    if (kind === "enum") enums.push(...alias(def));
+    else if (kind === "union") {
+      unions.push("", ...comment(def.schema.description), `${pyName(def)} = ${def.schema.oneOf.map((r) => pyName(r.$def)).join(" | ")}`);
+    } else classes.push(...scenarioClass(def, def.member?.of.tag));
+  }
+  const body = [...enums, ...classes, ...unions];
+  const imports = [
+    ...importsFor(body, [
+      ["collections.abc", ["Mapping", "Sequence"]],
+      ["dataclasses", ["dataclass"]],
+      ["typing", ["Any", "ClassVar", "Literal"]],
+    ]),
+    "",
+    ...importsFor(body, [
+      ["._scenario", ["ABSENT", "JSON", "Absent", "Members", "Part", "Tag"]],
+      ["._surface", ["MethodName"]],
+    ]),
+  ];
+  const doc =
+    "The scenario format's parts (schema/scenario.schema.json) as koma_sdk.testing\nexports them: frozen dataclasses whose `json()` is their object in koma-sim's\nfile (`_scenario.Part`), and the unions and enums of the format. A field left\nout is left out of the file: None where the format takes no null, ABSENT where\nit takes any JSON value (None is JSON's null there), and an empty list.";
+  return moduleText(doc, imports, body, exported);
 }

@@ -3,7 +3,11 @@
 // as napi writes it, the `Client` class of src/client.rs. The declarations
 // of what index.js adds by hand (the errors' base, `isKomaError`, the Turn,
 // the approval function's type) are src/header.d.ts, put first as written.
+// `@koma/sdk/testing`'s typings (testing.d.ts) are made the same way: its
+// hand-written part (lib/testing-header.d.ts), then the scenario format's
+// types and the declaration of its step builders.
 import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
+import { builderArgs, SCENARIO } from "./scenario.mjs";
 import { camel, doc, NOTE } from "./names.mjs";
 
 /** The line after which index.d.ts is napi's (the `Client` class). */
@@ -12,9 +16,10 @@ export const NAPI_MARK = "// ---- The Client class: written by napi build from s
 const jsdoc = (text, indent = "") => (text ? [`${indent}/**`, ...doc(text, `${indent} * `), `${indent} */`] : []);
 const lit = (v) => (v === null ? "null" : typeof v === "string" ? `'${v}'` : String(v));
 
-/** The TypeScript type of a schema. */
-function tsType(s, where) {
+/** The TypeScript type of a schema; `any` is the type of any JSON value. */
+function tsType(s, where, any = "unknown") {
   if (s["x-node-type"]) return s["x-node-type"];
+  if (s["x-method-name"]) return "MethodName";
   const t = (() => {
     switch (kindOf(s)) {
       case "ref":
@@ -25,38 +30,98 @@ function tsType(s, where) {
         return s.enum.map(lit).join(" | ");
       case "scalar":
         return { string: "string", integer: "number", number: "number", boolean: "boolean" }[scalarOf(s)];
+      case "scalars":
+        return s.oneOf.map((m) => ("const" in m ? lit(m.const) : tsType(m, where, any))).join(" | ");
       case "array": {
-        const item = tsType(s.items, where);
+        const item = tsType(s.items, where, any);
         return /[ |]/.test(item) ? `Array<${item}>` : `${item}[]`;
       }
       case "map":
-        return `Record<string, ${tsType(s.additionalProperties, where)}>`;
+        return `Record<string, ${tsType(s.additionalProperties, where, any)}>`;
       case "any":
-        return "unknown";
+        return any;
     }
     throw new SchemaError(where.file, where.path, "Node has no type for this schema");
   })();
   return nullable(s) ? `${t} | null` : t;
 }
 
-function declaration(def, isInput) {
+/** A member's JSDoc: its description, and its default. */
+const memberDoc = (p) =>
+  jsdoc([p.description, "default" in p ? `\`${JSON.stringify(p.default)}\` if absent.` : ""].filter(Boolean).join(" "), "  ");
+
+/** The lines of an object's members (`[name, schema, required]`); `never`: names it must not have. */
+function members(def, entries, isInput, any, never = []) {
+  const out = [];
+  for (const [name, p, req] of entries) {
+    if (!langsOf(p).includes("node")) continue;
+    const type = tsType(p, { file: def.file, path: `${def.path}/properties/${name}` }, any);
+    out.push(...memberDoc(p), `  ${name}${req ? "" : "?"}: ${type}${!req && isInput ? " | undefined" : ""}`);
+  }
+  for (const name of never) out.push(`  ${name}?: never`);
+  return out;
+}
+
+/**
+ * An object with alternatives (exactly one of its `oneOf` holds): the
+ * members no alternative names, and a union of the alternatives, each with
+ * the members it needs, those it may have, and `never` for those it cannot
+ * have (it forbids them, or another alternative would hold as well).
+ */
+function alternatives(def, isInput, any) {
+  const all = propertiesOf(def);
+  const alts = def.schema.oneOf;
+  const named = new Set(alts.flatMap((a) => [...a.required, ...Object.keys(a.properties ?? {})]));
+  const holds = (alt, keys) => alt.required.every((k) => keys.has(k)) && !Object.keys(alt.properties ?? {}).some((k) => keys.has(k));
+  const lines = [
+    `export type ${def.name} = {`,
+    ...members(
+      def,
+      all.filter(([n]) => !named.has(n)),
+      isInput,
+      any,
+    ),
+    "} & (",
+  ];
+  for (const alt of alts) {
+    const needs = all.filter(([n]) => alt.required.includes(n)).map(([n, p]) => [n, p, true]);
+    const may = [];
+    const never = [];
+    for (const [n, p] of all.filter(([n]) => named.has(n) && !alt.required.includes(n))) {
+      const keys = new Set([...alt.required, n]);
+      if (!holds(alt, keys) || alts.some((other) => other !== alt && holds(other, keys))) never.push(n);
+      else may.push([n, p, false]);
+    }
+    lines.push("  | {", ...members(def, [...needs, ...may], isInput, any, never).map((l) => `  ${l}`), "  }");
+  }
+  return [...lines, ")"];
+}
+
+function declaration(def, isInput, any) {
   const s = def.schema;
   const out = jsdoc(s.description);
-  switch (kindOf(s)) {
+  const kind = kindOf(s) === "object" && s.oneOf ? "alternatives" : kindOf(s);
+  switch (kind) {
+    case "alternatives":
+      out.push(...alternatives(def, isInput, any));
+      break;
     case "object":
     case "extension": {
       const base = s.allOf?.[0].$def;
-      const own = base ? Object.entries(s.properties ?? {}) : propertiesOf(def);
-      const required = new Set(s.required ?? []);
-      out.push(`export interface ${def.name}${base ? ` extends ${base.name}` : ""} {`);
-      for (const entry of own) {
-        const [name, p] = entry;
-        if (!langsOf(p).includes("node")) continue;
-        const req = base ? required.has(name) || propertiesOf(base).some(([b, , r]) => b === name && r) : entry[2];
-        const type = tsType(p, { file: def.file, path: `${def.path}/properties/${name}` });
-        out.push(...jsdoc(p.description, "  "), `  ${name}${req ? "" : "?"}: ${type}${!req && isInput ? " | undefined" : ""}`);
+      if (base) {
+        const required = new Set(s.required ?? []);
+        const own = Object.entries(s.properties ?? {}).map(([name, p]) => [
+          name,
+          p,
+          required.has(name) || propertiesOf(base).some(([b, , r]) => b === name && r),
+        ]);
+        out.push(`export interface ${def.name} extends ${base.name} {`, ...members(def, own, isInput, any), "}");
+        break;
       }
-      out.push("}");
+      // A member of a union told apart by one key each has none of the others'.
+      const keyed = def.member && def.member.of.tag === null;
+      const never = keyed ? def.member.of.schema.oneOf.map((r) => r.$def.member.key).filter((k) => k !== def.member.key) : [];
+      out.push(`export interface ${def.name} {`, ...members(def, propertiesOf(def), isInput, any, never), "}");
       break;
     }
     case "enum":
@@ -115,9 +180,11 @@ export function typingsHead(m, header) {
   const out = [`/* ${NOTE} */`, "/* eslint-disable */", "", header.trimEnd(), ""];
   out.push("// ---- The values of schema/ (protocol.schema.json, sdk.schema.json)", "");
   for (const def of m.defs.values()) {
-    if (!langsOf(def.schema).includes("node")) continue;
+    if (def.file === SCENARIO || !langsOf(def.schema).includes("node")) continue;
     out.push(...declaration(def, isInput.has(def.name)));
   }
+  out.push(...jsdoc("The name of one of the protocol's methods (on the wire)."));
+  out.push(`export type MethodName = ${m.methods.map((x) => lit(x.name)).join(" | ")}`, "");
   out.push("// ---- A class per error code (schema/protocol.schema.json, ErrorCode)", "", ...errorClasses(m));
   out.push(...clientMethods(m));
   out.push(NAPI_MARK, "");
@@ -132,4 +199,35 @@ export function typings(m, header, old, napi) {
     napi = at < 0 ? "" : old.slice(at + NAPI_MARK.length);
   }
   return `${head}\n${napi.replace(/^\n+/, "")}`;
+}
+
+/** The declaration of `step`: a function per step of the format (scenario.mjs says how it takes each member). */
+function stepBuilders(m) {
+  const out = [
+    ...jsdoc("The steps as functions that return their objects (a step may be written as its object as well: it is the file's JSON)."),
+    "export declare const step: {",
+  ];
+  for (const b of builderArgs(m)) {
+    const where = (n) => ({ file: b.def.file, path: `${b.def.path}/properties/${n}` });
+    const type = (n, p) => tsType(p, where(n), "Json");
+    const params = b.args.map(({ name, schema, optional }) => `${name}${optional ? "?" : ""}: ${type(name, schema)}`);
+    if (b.options.length) {
+      const fields = b.options.map(({ name, schema }) => `${name}?: ${type(name, schema)} | undefined`);
+      params.push(`options?: { ${fields.join("; ")} }`);
+    }
+    const defaults = b.args
+      .filter((a) => a.fallback !== undefined)
+      .map((a) => `\`${a.name}\` is \`${JSON.stringify(a.fallback)}\` unless given.`);
+    const title = b.def.schema.title.replace(/^./, (c) => c.toUpperCase());
+    out.push(...jsdoc([`${title}.`, ...defaults].join(" "), "  "), `  ${b.name}(${params.join(", ")}): ${b.def.name}`);
+  }
+  return [...out, "}", ""];
+}
+
+/** testing.d.ts: its hand-written part, then the scenario format's types and `step`. */
+export function testingTypings(m, header) {
+  const out = [`/* ${NOTE} */`, "", header.trimEnd(), "", "// ---- The scenario format (schema/scenario.schema.json)", ""];
+  for (const def of m.defsOf(SCENARIO)) if (langsOf(def.schema).includes("node")) out.push(...declaration(def, true, "Json"));
+  out.push(...stepBuilders(m));
+  return out.join("\n");
 }

@@ -582,7 +582,21 @@ fn check_with(text: &str) -> (Option<i32>, String, String) {
 #[test]
 fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
     let home = temp_home("sc-bad");
-    let steps = "output, tool, approval, pause, event, finish, exit, crash, stop_answering, broken_frame";
+    // The steps of the format, in its order: each `do` of `Step`'s `oneOf`.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/scenario.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let steps: Vec<&str> = schema["$defs"]["Step"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let name = r["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+            schema["$defs"][name]["properties"]["do"]["const"].as_str().unwrap()
+        })
+        .collect();
+    let steps = steps.join(", ");
     // The protocol's methods (docs/protocol.md), which hello lists.
     const METHODS: &str =
         "create, resume, state, submit, enqueue, interrupt, interrupt_and_submit, approve, detach, configure";
@@ -618,27 +632,35 @@ fn a_bad_scenario_exits_64_with_one_line_naming_the_turn_and_the_field() {
             r#"{"turns":[{"steps":[{"do":"tool","tool":"t","output":1,"error":"yes"}]}]}"#,
             "turns[0] (any text): steps[0].error: must be a boolean, not a string".into(),
         ),
+        (
+            r#"{"turns":[{"steps":[{"do":"approval","tool":"x","allow":{"steps":[{"do":"output","text":1}]}}]}]}"#,
+            "turns[0] (any text): steps[0].allow.steps[0].text: must be a string, not 1".into(),
+        ),
+        (r#"{"turns":[{"steps":[{"do":3}]}]}"#, "turns[0] (any text): steps[0].do: must be a string, not 3".into()),
+        (r#"{"turns":[{"steps":[{"do":"finish","status":null}]}]}"#, "turns[0] (any text): steps[0].status: must be a string, not null".into()),
+        (r#"{"methods":[{"method":"state","result":1,"delay_ms":1.5}]}"#, "methods[0] (state, every call): delay_ms: must be a non-negative integer, not 1.5".into()),
+        (r#"{"turns":[{"match":{"turn":"2"},"steps":[]}]}"#, "turns[0] (turn \"2\"): match.turn: must be a positive integer, not a string".into()),
         (r#"{"turns":[{"steps":[{"do":"pause","ms":-5}]}]}"#, "turns[0] (any text): steps[0].ms: must be a non-negative integer, not -5".into()),
         (r#"{"turns":[{"steps":{}}]}"#, "turns[0] (any text): steps: must be an array of steps, not an object".into()),
         (r#"{"turns":[{"steps":["output"]}]}"#, "turns[0] (any text): steps[0]: must be an object (a step), not a string".into()),
-        (r#"{"turns":[{"match":"hi","steps":[]}]}"#, "turns[0]: match: must be an object, not a string".into()),
+        (r#"{"turns":[{"match":"hi","steps":[]}]}"#, "turns[0]: match: must be an object (a match), not a string".into()),
         (r#"{"turns":[{"match":{"turn":0},"steps":[]}]}"#, "turns[0] (turn 0): match.turn: must be a positive integer (1 is the first turn), not 0".into()),
         (r#"{"turns":[{"match":{"text":null},"steps":[]}]}"#, "turns[0]: match.text: must be a string, not null".into()),
         (r#"{"turns":[{"times":0,"steps":[]}]}"#, "turns[0] (any text): times: must be a positive integer or \"always\", not 0".into()),
-        (r#"{"turns":{}}"#, "turns: must be an array, not an object".into()),
+        (r#"{"turns":{}}"#, "turns: must be an array of turns, not an object".into()),
         (r#"{"turns":[3]}"#, "turns[0]: must be an object (a turn), not 3".into()),
         (r#"[]"#, "must be an object (the scenario), not an array".into()),
         (r#"{"methods":[{"method":"state","nth":0,"delay_ms":1}]}"#, "methods[0] (state, call 0): nth: must be a positive integer (1 is the first call), not 0".into()),
         // Unknown fields and values.
         (
             r#"{"turns":[{"mtach":{"text":"hi"},"steps":[]}]}"#,
-            "turns[0] (any text): mtach: unknown field (a turn has: about, match, times, steps)".into(),
+            "turns[0] (any text): mtach: unknown field (a turn has: match, times, steps, about)".into(),
         ),
         (
             r#"{"turns":[{"steps":[{"do":"output","txt":"a"}]}]}"#,
             "turns[0] (any text): steps[0].txt: unknown field (the step `output` has: do, text)".into(),
         ),
-        (r#"{"turn":[]}"#, "turn: unknown field (the scenario has: $schema, format, about, unscripted, turns, methods)".into()),
+        (r#"{"turn":[]}"#, "turn: unknown field (the scenario has: turns, methods, unscripted, about, format, $schema)".into()),
         (
             r#"{"turns":[{"match":{"word":"a"},"steps":[]}]}"#,
             "turns[0]: match.word: unknown matcher (a match has one of: turn, text, contains, regex)".into(),

@@ -1,10 +1,15 @@
 //! Scripted koma-sim: a scenario (`KOMA_SIM_SCENARIO`) says what each turn
 //! does in place of the keyword agent, and how some requests are answered.
-//! `parse` reads and checks the file; `script` is what it becomes, and
-//! chooses a turn's steps and a request's answer as the run goes.
+//! `format` is the format's types (generated from
+//! schema/scenario.schema.json), which `read` fills from the file's JSON;
+//! `parse` checks what the schema cannot say as it makes `script`, what the
+//! file becomes, which chooses a turn's steps and a request's answer as the
+//! run goes.
 
+mod format;
 mod parse;
 mod progress;
+mod read;
 pub mod script;
 
 pub use parse::{name_place, Mistake};

@@ -21,15 +21,10 @@ impl Scenario {
     }
 }
 
-/// What a turn that no entry matches gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unscripted {
-    /// The keyword agent plays it.
-    Agent,
-    /// The request that would start it gets the remote error `unscripted`
-    /// (a queued text's turn fails).
-    Error,
-}
+/// What a turn that no entry matches gets: the keyword agent plays it
+/// (`Agent`), or the request that would start it gets the remote error
+/// `unscripted` (`Error`; a queued text's turn fails).
+pub use crate::scenario::format::Unscripted;
 
 /// Which turns an entry plays.
 pub enum Matcher {
