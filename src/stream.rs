@@ -50,7 +50,7 @@ fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
     if ctx.state.borrow().queue.is_some() {
         return Ok(());
     }
-    let make: MakeStream<'e> = Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
+    let make: MakeStream<'e> = Function::from_unknown(ctx.env.js_fn(js, "clientStream")?)?;
     let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
     let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
     let stopped = function(js, c"stopped", Rc::downgrade(ctx), on_stopped)?;

@@ -7,7 +7,7 @@
 use std::rc::{Rc, Weak};
 
 use koma_transport::stop::Why;
-use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnSpec, TurnUpdate};
 use koma_transport::KomaError;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Null, Object, Unknown};
 
@@ -75,7 +75,7 @@ pub fn enter<'e>(
             }
         }
     }
-    let make: MakeTurn<'e> = Function::from_unknown(ctx.env.glue(js, "makeTurn")?)?;
+    let make: MakeTurn<'e> = Function::from_unknown(ctx.env.js_fn(js, "makeTurn")?)?;
     let made = make.call((ops(ctx, js)?, key as f64, what, handler, signal, stopped).into())?;
     let news: Unknown = made.get_named_property("news")?;
     ctx.state.borrow_mut().turns.insert(key, OwnedRef::new(js, &ctx.env.life, &news, true)?);
@@ -84,14 +84,14 @@ pub fn enter<'e>(
         // Refused before the core could hold it (a client made before fork()).
         let result = koma_transport::turns::unstarted_result();
         let error = Some(koma_transport::turns::TurnError { error: e, cause: Cause::Client });
-        deliver(ctx, js, key, TurnNews::Ended { result, error, telemetry: None });
+        deliver(ctx, js, key, TurnUpdate::Ended { result, error, telemetry: None });
     }
     made.get_named_property(if entry == Entry::Turn { "turn" } else { "result" })
 }
 
 /// Hand the core's news of turn `key` to its Turn.
-pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
-    let ended = matches!(news, TurnNews::Ended { .. });
+pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnUpdate) {
+    let ended = matches!(news, TurnUpdate::Ended { .. });
     let target = {
         let mut st = ctx.state.borrow_mut();
         if ended {
@@ -108,14 +108,14 @@ pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
         let f: News<'_> = Function::from_unknown(target)?;
         let u = js.undefined();
         let args = match news {
-            TurnNews::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u, u),
-            TurnNews::Approval { approval, data } => {
+            TurnUpdate::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u, u),
+            TurnUpdate::Approval { approval, data } => {
                 let value = ctx.env.parse(js, data.text())?;
                 let value = put_lifted(js, value, data.lifts)?;
                 ("approval", js.to_value(approval.as_str())?, value, u, u, u)
             }
-            TurnNews::Ready => ("ready", u, u, u, u, u),
-            TurnNews::Ended { result, error, telemetry } => {
+            TurnUpdate::Ready => ("ready", u, u, u, u, u),
+            TurnUpdate::Ended { result, error, telemetry } => {
                 let value = ctx.env.parse(js, result.text())?;
                 let value = put_lifted(js, value, result.lifts)?;
                 // A traced turn's record, for `lib/telemetry.js` (JSON text).

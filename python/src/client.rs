@@ -18,7 +18,7 @@ use koma_transport::events::{End, Take};
 use koma_transport::raw_json::RawJson;
 use koma_transport::stop::Why;
 use koma_transport::telemetry::{TelemetryOptions, TraceContext};
-use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnSpec, TurnUpdate};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
     Closing, Completion, Connection, ConnectionOptions, ErrorCode, EventCounters, KomaError, Outcome, Probe,
@@ -491,16 +491,16 @@ fn trace_tuple<'py>(py: Python<'py>, r: &TraceRecord) -> PyResult<Bound<'py, PyT
 /// None, cause, approval, record)` with `cause` "handler", "stop" or None,
 /// and `record` a traced turn's record (JSON text, see `koma_transport::telemetry`)
 /// or None. A JSON value is one array of one item (its lifts say `(0, *path, text)`).
-fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'py, PyTuple>> {
+fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnUpdate) -> PyResult<Bound<'py, PyTuple>> {
     let none = || py.None().into_bound(py);
     let (kind, a, b, c, d) = match news {
-        TurnNews::Id(id) => ("id", id.into_pyobject(py)?.into_any(), none(), none(), none()),
-        TurnNews::Approval { approval, data } => {
+        TurnUpdate::Id(id) => ("id", id.into_pyobject(py)?.into_any(), none(), none(), none()),
+        TurnUpdate::Approval { approval, data } => {
             let (json, lifts) = one_value(py, &data)?;
             ("approval", approval.into_pyobject(py)?.into_any(), json, lifts, none())
         }
-        TurnNews::Ready => ("ready", none(), none(), none(), none()),
-        TurnNews::Ended { result, error, telemetry } => {
+        TurnUpdate::Ready => ("ready", none(), none(), none(), none()),
+        TurnUpdate::Ended { result, error, telemetry } => {
             let (json, lifts) = one_value(py, &result)?;
             let (error, cause) = match error {
                 None => (none(), (none(), none())),

@@ -6,7 +6,7 @@ use crate::error::KomaError;
 use crate::raw_json::RawJson;
 
 #[derive(Debug)]
-pub enum TurnNews {
+pub enum TurnUpdate {
     /// The submit was answered: the turn's id.
     Id(String),
     /// An approval for the host's function (the turn's approval option is a
