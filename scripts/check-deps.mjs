@@ -421,7 +421,9 @@ function checkPython(dir) {
   const files = pyFiles(dir);
   // A module's dotted name (`pkg.sub.mod`; a package is its `__init__`) -> its file.
   const nameOf = (f) => {
-    const parts = relative(dir, f).replace(/\.pyi?$/, "").split(/[\\/]/);
+    const parts = relative(dir, f)
+      .replace(/\.pyi?$/, "")
+      .split(/[\\/]/);
     if (parts[parts.length - 1] === "__init__") parts.pop();
     return [pkg, ...parts].join(".");
   };
@@ -451,7 +453,11 @@ function checkPython(dir) {
         base = [...parent.slice(0, parent.length - (dots - 1)), ...(base.slice(dots) ? [base.slice(dots)] : [])].join(".");
       }
       if (base !== pkg && !base.startsWith(`${pkg}.`)) continue;
-      const names = m[2].replace(/[()]/g, " ").split(",").map((s) => s.trim().split(/\s+/)[0]).filter(Boolean);
+      const names = m[2]
+        .replace(/[()]/g, " ")
+        .split(",")
+        .map((s) => s.trim().split(/\s+/)[0])
+        .filter(Boolean);
       for (const name of names) {
         const sub = `${base}.${name}`;
         add(f, byName.has(sub) ? sub : base, lineAt(m.index), `from ${m[1]} import ${name}`);

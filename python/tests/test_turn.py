@@ -364,7 +364,7 @@ async def test_ten_thousand_runs_nobody_reads_hold_nothing(sim_client: MakeClien
     for i in range(10_000):
         r = await c.run("hello", on_approval="deny")
         assert r.status == "completed", (i, r)
-    assert c._turns == {}, "no Turn is kept once its result came"
+    assert c._link.turns == {}, "no Turn is kept once its result came"
     assert c._queue._cursor._batch == [], "Python holds no event of the client's stream"
     frames, _ = c._native.buffered()
     assert frames <= 256, f"the core holds {frames} events: over the bound"

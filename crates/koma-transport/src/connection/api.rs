@@ -27,7 +27,7 @@ use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::stop::Why;
 use crate::telemetry::TraceContext;
-use crate::turns::{Answer, TurnSpec};
+use crate::turns::{Answer, TurnEnd, TurnSpec, Turns};
 
 /// One client's connection. Cheap to clone.
 #[derive(Clone)]
@@ -394,15 +394,17 @@ impl Connection {
     /// Everything about it comes as completions for `key` (`TurnUpdate`),
     /// the last being `Ended`. Refused here, as every call is, when the
     /// client takes no more calls (closed, failed, detached: the first of
-    /// the local checks), and after a fork: the host fails the turn at once,
+    /// the local checks), and after a fork: the error is the turn's end
+    /// (see [`Turns::refused_end`]), which the host hands its turn at once,
     /// without waiting for a wake that may never come.
-    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), KomaError> {
+    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), TurnEnd> {
+        let traced = self.link.options.telemetry.is_some();
         if let Some(e) = self.link.foreign() {
-            return Err(e);
+            return Err(Turns::refused_end(e, traced));
         }
         let mut s = self.link.lock();
         if let Some(e) = s.phase.refusal() {
-            return Err(e);
+            return Err(Turns::refused_end(e, traced));
         }
         let timeout = spec.timeout;
         s.turns.open(key, spec);

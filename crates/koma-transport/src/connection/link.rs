@@ -147,7 +147,7 @@ impl Link {
     }
 
     /// Carry out what the turn layer decided: write its requests (a local
-    /// refusal goes back to it as the answer), and hand its news and the
+    /// refusal goes back to it as the answer), and hand its updates and the
     /// calls it finished to the host.
     pub fn run_turns(&self, s: &mut Shared) {
         loop {
@@ -162,11 +162,11 @@ impl Link {
                     s.turns.answered(&mut s.stream.events, token, Err(e));
                 }
             }
-            for (key, news) in effects.news {
-                if matches!(news, TurnUpdate::Ended { .. }) {
+            for (key, update) in effects.updates {
+                if matches!(update, TurnUpdate::Ended(_)) {
                     s.calls.timers.remove(&key); // the turn's deadline, cancelled as it drops
                 }
-                s.outbox.completions.push(Completion { token: key, outcome: Outcome::Turn(news) });
+                s.outbox.completions.push(Completion { token: key, outcome: Outcome::Turn(update) });
             }
             for token in effects.done {
                 s.outbox.completions.push(Completion { token, outcome: Outcome::Done });

@@ -1,5 +1,5 @@
 //! What the turn layer asks of the connection after each step: requests to
-//! write, news for the host, and host calls that are done.
+//! write, updates for the host, and host calls that are done.
 
 use super::update::TurnUpdate;
 
@@ -25,8 +25,8 @@ pub struct TurnRequest {
 #[derive(Debug, Default)]
 pub struct Effects {
     pub requests: Vec<TurnRequest>,
-    /// News for the host, by turn key.
-    pub news: Vec<(u64, TurnUpdate)>,
+    /// Updates for the host, by turn key.
+    pub updates: Vec<(u64, TurnUpdate)>,
     /// Host calls (a turn's interrupt) that are done, by their token.
     pub done: Vec<u64>,
     /// The turns' requests to forget, by their token (a turn given up):
@@ -36,6 +36,6 @@ pub struct Effects {
 
 impl Effects {
     pub fn is_empty(&self) -> bool {
-        self.requests.is_empty() && self.news.is_empty() && self.done.is_empty() && self.abandon.is_empty()
+        self.requests.is_empty() && self.updates.is_empty() && self.done.is_empty() && self.abandon.is_empty()
     }
 }

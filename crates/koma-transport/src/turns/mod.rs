@@ -39,11 +39,4 @@ pub use effects::{Effects, RequestKind, TurnRequest};
 pub use event::Event;
 pub use router::Turns;
 pub use spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
-pub use update::{Cause, TurnError, TurnUpdate};
-
-/// The result of a turn that never started (nothing was collected, there is
-/// no id): what a host hands over with a failure it met before the core
-/// could hold the turn.
-pub fn unstarted_result() -> crate::raw_json::RawJson {
-    result::Collected::default().build(None)
-}
+pub use update::{ApprovalAsked, Cause, TurnEnd, TurnError, TurnUpdate};

@@ -25,11 +25,12 @@ use super::approvals::AnsweredBy;
 use super::effects::{Effects, RequestKind, TurnRequest};
 use super::event::Event;
 use super::fields;
+use super::result::Collected;
 use super::spec::{Answer, Decision, TurnSpec};
-use super::telemetry::Tracing;
+use super::telemetry::{untimed_record, Tracing};
 use super::turn::{Reader, Turn};
 use super::unrouted::{Held, Note, Unrouted};
-use super::update::TurnUpdate;
+use super::update::{Cause, TurnEnd, TurnError, TurnUpdate};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
 use crate::lift::LiftedString;
@@ -83,7 +84,7 @@ impl Turns {
         self.open.is_empty() && self.unrouted.is_empty()
     }
 
-    /// What the connection is to do now (requests, news, done calls).
+    /// What the connection is to do now (requests, updates, done calls).
     pub fn take_effects(&mut self) -> Effects {
         std::mem::take(&mut self.effects)
     }
@@ -205,7 +206,7 @@ impl Turns {
                 batch = Some(e.push_to(s));
                 if s.wanted {
                     s.wanted = false;
-                    self.effects.news.push((t.key, TurnUpdate::Ready));
+                    self.effects.updates.push((t.key, TurnUpdate::Ready));
                 }
             }
         } else if !accepts {
@@ -283,7 +284,7 @@ impl Turns {
             }
             if stream.wanted {
                 stream.wanted = false;
-                self.effects.news.push((t.key, TurnUpdate::Ready));
+                self.effects.updates.push((t.key, TurnUpdate::Ready));
             }
             if !stream.is_empty() {
                 self.over.insert(t.key, Over { stream, reading });
@@ -298,10 +299,10 @@ impl Turns {
     pub fn open(&mut self, key: u64, spec: TurnSpec) {
         let checked = match spec.check(&self.wording) {
             Ok(c) => c,
-            Err(e) => return Turn::refused(key, Some(e), None, &mut self.effects),
+            Err(e) => return self.refuse(key, Some(e), None),
         };
         if let Some(stop) = checked.stopped.clone() {
-            return Turn::refused(key, None, Some(stop), &mut self.effects);
+            return self.refuse(key, None, Some(stop));
         }
         let send =
             TurnRequest { key, kind: RequestKind::Submit, method: checked.method, params: checked.params.clone() };
@@ -309,6 +310,31 @@ impl Turns {
         let mut turn = Turn::new(key, &checked);
         turn.timeline = self.tracing.as_ref().map(|t| t.timeline(&checked)); // telemetry
         self.open.push(turn);
+    }
+
+    /// The end of a turn the core could not hold (the client was closed or
+    /// had failed, or was made before `fork()`): nothing was collected,
+    /// there is no id, and the result and the id fail with `error`.
+    /// `traced`: the client is traced, and the end carries the record of a
+    /// turn without a timeline.
+    pub fn refused_end(error: KomaError, traced: bool) -> TurnEnd {
+        let error = TurnError { error, cause: Cause::Client, fails_id: true };
+        TurnEnd {
+            result: Collected::default().build(None),
+            telemetry: traced.then(|| untimed_record(Some(&error))),
+            error: Some(error),
+        }
+    }
+
+    /// Turn `key` ends as it starts (see [`Turn::refused`]); a traced
+    /// client's gets the record of a turn without a timeline.
+    fn refuse(&mut self, key: u64, failure: Option<KomaError>, stop: Option<KomaError>) {
+        Turn::refused(key, failure, stop, &mut self.effects);
+        if self.tracing.is_some() {
+            if let Some((_, TurnUpdate::Ended(end))) = self.effects.updates.last_mut() {
+                end.telemetry = Some(untimed_record(end.error.as_ref()));
+            }
+        }
     }
 
     /// A request of turn `key` was given `token`.

@@ -302,6 +302,18 @@ impl Timeline {
 }
 
 /// Who answered, as the record names it.
+/// The record of a traced client's turn that ended before the core held it
+/// (its options refused, stopped before anything was written, or the
+/// client refused it): no timeline, only why it failed (the first line of
+/// the message: a client's failure carries koma's stderr after it).
+pub(super) fn untimed_record(error: Option<&TurnError>) -> String {
+    let (code, message) = match error {
+        Some(e) => (Some(e.error.code.as_str()), e.error.message.split('\n').next()),
+        None => (None, None),
+    };
+    json!({"error": code, "message": message}).to_string()
+}
+
 fn answered_by(how: AnsweredBy) -> &'static str {
     match how {
         AnsweredBy::Policy => "policy",

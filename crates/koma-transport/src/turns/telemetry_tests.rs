@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::effects::RequestKind;
 use super::event::Event;
 use super::router::Turns;
-use super::spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
+use super::spec::{Answer, ApprovalOption, Entry, TurnSpec};
 use super::update::TurnUpdate;
 use crate::events::EventBuffer;
 use crate::telemetry::TelemetryOptions;
@@ -18,7 +18,7 @@ struct Harness {
     seq: u64,
     token: u64,
     sent: Vec<(u64, RequestKind)>,
-    news: Vec<TurnUpdate>,
+    updates: Vec<TurnUpdate>,
 }
 
 impl Harness {
@@ -30,7 +30,7 @@ impl Harness {
         let mut turns = Turns::default().traced(telemetry);
         turns.answered_session("create", br#"{"session":"s-1","state":{}}"#);
         let mut h =
-            Harness { turns, buf: EventBuffer::default(), seq: 0, token: 0, sent: Vec::new(), news: Vec::new() };
+            Harness { turns, buf: EventBuffer::default(), seq: 0, token: 0, sent: Vec::new(), updates: Vec::new() };
         let params = Some(r#"{"text":"deploy"}"#.into());
         let spec =
             TurnSpec { entry: Entry::Run, params, mode: None, approvals, timeout: None, stopped: None, refused: None };
@@ -47,7 +47,7 @@ impl Harness {
             self.turns.sent(self.token, s.key, s.kind);
             self.sent.push((self.token, s.kind));
         }
-        self.news.extend(effects.news.into_iter().map(|(_, n)| n));
+        self.updates.extend(effects.updates.into_iter().map(|(_, n)| n));
     }
 
     fn answer(&mut self, what: RequestKind, json: &str) {
@@ -64,8 +64,8 @@ impl Harness {
 
     /// The record the turn's end carried (`None`: the turn did not end, or had none).
     fn ended_with(&self) -> Option<Option<String>> {
-        self.news.iter().find_map(|n| match n {
-            TurnUpdate::Ended { telemetry, .. } => Some(telemetry.clone()),
+        self.updates.iter().find_map(|n| match n {
+            TurnUpdate::Ended(end) => Some(end.telemetry.clone()),
             _ => None,
         })
     }
@@ -82,7 +82,7 @@ fn a_turn_with_two_tools_and_two_approvals_records_its_tree() {
     h.event("output", r#"{"turn":"t-1","text":"a"}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"git_push","input":{}}"#);
     h.event("approval_requested", r#"{"turn":"t-1","approval":"a-1","tool":"git_push","input":{}}"#);
-    h.turns.answer(1, "a-1", Answer::Decision(Decision::Allow));
+    h.turns.answer(1, "a-1", Answer::text("allow", "\"allow\""));
     h.flush();
     h.event("tool_result", r#"{"turn":"t-1","call":"c-1","output":"pushed","error":false}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-2","tool":"rm","input":{}}"#);
@@ -160,4 +160,30 @@ fn an_untraced_clients_turn_hands_over_no_record() {
     h.event("output", r#"{"turn":"t-1","text":"x"}"#);
     h.event("turn_finished", r#"{"turn":"t-1","status":"completed"}"#);
     assert_eq!(h.ended_with(), Some(None), "it ended, with no record");
+}
+
+#[test]
+fn a_traced_turn_refused_at_once_still_has_a_record() {
+    // Refused by its options: no timeline, only why it failed (the first line).
+    let mut turns = Turns::default().traced(Some(TelemetryOptions { content: false }));
+    let mode = Some("later".into());
+    let approvals = ApprovalOption::Text("allow".into());
+    let spec =
+        TurnSpec { entry: Entry::Run, params: None, mode, approvals, timeout: None, stopped: None, refused: None };
+    turns.open(7, spec);
+    let ended = turns.take_effects().updates.into_iter().find_map(|(_, u)| match u {
+        TurnUpdate::Ended(end) => end.telemetry,
+        _ => None,
+    });
+    let r: Value = serde_json::from_str(&ended.expect("a record")).unwrap();
+    assert_eq!(r["error"], "invalid_params");
+    assert_eq!(r["message"], "run: `mode` must be \"submit\" or \"interrupt\", not \"later\"");
+    // Refused by the client (closed): the same, from the core's connection.
+    let closed = crate::error::KomaError::new(crate::error::ErrorCode::Closed, "the client was closed\nkoma said: bye");
+    let end = Turns::refused_end(closed, true);
+    let r: Value = serde_json::from_str(&end.telemetry.expect("a record")).unwrap();
+    assert_eq!((r["error"].as_str(), r["message"].as_str()), (Some("closed"), Some("the client was closed")));
+    assert!(Turns::refused_end(crate::error::KomaError::new(crate::error::ErrorCode::Closed, "x"), false)
+        .telemetry
+        .is_none());
 }

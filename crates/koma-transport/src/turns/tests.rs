@@ -7,7 +7,7 @@ use super::effects::{RequestKind, TurnRequest};
 use super::event::Event;
 use super::router::Turns;
 use super::spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
-use super::update::{Cause, TurnUpdate};
+use super::update::{Cause, TurnEnd, TurnUpdate};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{Bound, Counting, End, EventBuffer, Take};
 use crate::stop::Why;
@@ -19,7 +19,7 @@ struct Harness {
     next_token: u64,
     /// Requests written, by token.
     sent: Vec<(u64, TurnRequest)>,
-    news: Vec<(u64, TurnUpdate)>,
+    updates: Vec<(u64, TurnUpdate)>,
     done: Vec<u64>,
     /// Requests the connection was told to abandon, by token.
     abandoned: Vec<u64>,
@@ -39,7 +39,7 @@ impl Harness {
             seq: 0,
             next_token: 100,
             sent: Vec::new(),
-            news: Vec::new(),
+            updates: Vec::new(),
             done: Vec::new(),
             abandoned: Vec::new(),
             taken: (0, 0),
@@ -58,7 +58,7 @@ impl Harness {
                 self.turns.sent(self.next_token, s.key, s.kind);
                 self.sent.push((self.next_token, s));
             }
-            self.news.extend(effects.news);
+            self.updates.extend(effects.updates);
             self.done.extend(effects.done);
             self.abandoned.extend(effects.abandon);
         }
@@ -141,8 +141,8 @@ impl Harness {
     }
 
     fn ended(&self, key: u64) -> Option<(serde_json::Value, Option<(ErrorCode, Cause)>)> {
-        self.news.iter().find_map(|(k, n)| match n {
-            TurnUpdate::Ended { result, error, .. } if *k == key => Some((
+        self.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(TurnEnd { result, error, .. }) if *k == key => Some((
                 serde_json::from_slice(result.text()).unwrap(),
                 error.as_ref().map(|e| (e.error.code, e.cause.clone())),
             )),
@@ -334,19 +334,16 @@ fn approvals_by_a_decision_a_function_and_the_application() {
     assert_eq!(h.approvals_sent(), vec![r#"{"approval":"a-1","decision":"deny"}"#]);
     h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"completed\"}");
     assert_eq!(h.ended(1).unwrap().0["toolCalls"][0]["approval"], "deny");
-    // A function: asked through news; what it gives goes back as the answer.
+    // A function: asked through updates; what it gives goes back as the answer.
     h.open(2, Entry::Run, ApprovalOption::Handler);
     h.submitted(2, "t-2");
     h.event("tool_call", &call("t-2", "c-2"));
     h.event("approval_requested", &asked("t-2", "a-2"));
-    assert!(h
-        .news
-        .iter()
-        .any(|(k, n)| *k == 2 && matches!(n, TurnUpdate::Approval { approval, .. } if approval == "a-2")));
-    h.turns.answer(2, "a-2", Answer::Other("\"yes\"".into()));
+    assert!(h.updates.iter().any(|(k, n)| *k == 2 && matches!(n, TurnUpdate::Approval(a) if a.approval == "a-2")));
+    h.turns.answer(2, "a-2", Answer::text("yes", "\"yes\""));
     h.flush();
     assert_eq!(h.turns.approval_history(2), vec![("a-2".into(), Decision::Deny, AnsweredBy::HandlerFailed)]);
-    h.turns.answer(2, "a-2", Answer::Decision(Decision::Allow)); // answered already: ignored
+    h.turns.answer(2, "a-2", Answer::text("allow", "\"allow\"")); // answered already: ignored
     h.event("turn_finished", "{\"turn\":\"t-2\",\"status\":\"completed\"}");
     let (r, error) = h.ended(2).unwrap();
     assert_eq!(error, Some((ErrorCode::InvalidParams, Cause::Handler("a-2".into()))));
@@ -462,6 +459,81 @@ fn the_client_failing_ends_open_turns_and_what_waited_goes_to_events() {
 }
 
 #[test]
+fn the_core_judges_what_a_handler_returned() {
+    // The host hands over what the function gave, as it is: the core says
+    // whether it is a decision, and the words of the refusal.
+    let mut h = Harness::new();
+    let answers = [
+        (Answer::text("allow", "'allow'"), Decision::Allow, AnsweredBy::Handler, None),
+        (Answer::text("deny", "\"deny\""), Decision::Deny, AnsweredBy::Handler, None),
+        (
+            Answer::text("Allow", "\"Allow\""),
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` returned \"Allow\"; it must return \"allow\" or \"deny\" (the approval was denied)"),
+        ),
+        (
+            Answer::Returned { text: None, shown: "None".into() },
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` returned None; it must return \"allow\" or \"deny\" (the approval was denied)"),
+        ),
+        (
+            Answer::Failed("ValueError: no".into()),
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` failed, so the approval was denied: ValueError: no"),
+        ),
+    ];
+    for (i, (answer, decision, by, refusal)) in answers.into_iter().enumerate() {
+        let key = i as u64 + 1;
+        let id = format!("t-{key}");
+        h.open(key, Entry::Run, ApprovalOption::Handler);
+        h.submitted(key, &id);
+        h.event("tool_call", &format!("{{\"turn\":\"{id}\",\"call\":\"c-1\",\"tool\":\"write_file\",\"input\":{{}}}}"));
+        h.event("approval_requested", &format!("{{\"turn\":\"{id}\",\"approval\":\"a-1\",\"tool\":\"write_file\"}}"));
+        h.turns.answer(key, "a-1", answer);
+        h.flush();
+        assert_eq!(h.turns.approval_history(key), vec![("a-1".into(), decision, by)]);
+        h.event("turn_finished", &format!("{{\"turn\":\"{id}\",\"status\":\"completed\"}}"));
+        let message = h.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(end) if *k == key => Some(end.error.as_ref().map(|e| e.error.message.clone())),
+            _ => None,
+        });
+        assert_eq!(message, Some(refusal.map(String::from)), "answer {key}");
+    }
+}
+
+#[test]
+fn a_turn_that_never_got_an_id_fails_its_id_and_one_that_did_does_not() {
+    let fails_id = |h: &Harness, key: u64| {
+        h.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(end) if *k == key => end.error.as_ref().map(|e| e.fails_id),
+            _ => None,
+        })
+    };
+    let mut h = Harness::new();
+    h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
+    let submit = h.token_of(1, RequestKind::Submit);
+    h.turns.answered(&mut h.buf, submit, Err(KomaError::new(ErrorCode::Remote, "busy")));
+    h.flush();
+    assert_eq!(fails_id(&h, 1), Some(true), "the submit failed");
+    h.open(2, Entry::Turn, ApprovalOption::Text("allow".into()));
+    h.submitted(2, "t-2");
+    h.turns.end_all(&mut h.buf, &KomaError::new(ErrorCode::TransportFailure, "gone"));
+    h.flush();
+    assert_eq!(fails_id(&h, 2), Some(false), "its id came before");
+    let refused = Turns::refused_end(KomaError::new(ErrorCode::Closed, "the client was closed"), false);
+    let error = refused.error.expect("fails");
+    assert!(error.fails_id && error.cause == Cause::Client);
+    let result: serde_json::Value = serde_json::from_slice(refused.result.text()).unwrap();
+    assert_eq!(
+        result,
+        serde_json::json!({"turn": null, "status": "unknown", "output": "", "toolCalls": [], "events": 0, "overflowed": false})
+    );
+}
+
+#[test]
 fn bad_options_end_the_turn_at_once_and_write_nothing() {
     let mut h = Harness::new();
     let spec = TurnSpec {
@@ -512,7 +584,7 @@ fn a_stopped_turn_that_koma_never_ends_is_given_up_and_its_later_events_go_to_ev
     // A late answer to the interrupt changes nothing.
     h.turns.answered(&mut h.buf, interrupt, Ok(b"{\"turn\":\"t-1\"}"));
     h.flush();
-    assert_eq!(h.news.iter().filter(|(k, n)| *k == 1 && matches!(n, TurnUpdate::Ended { .. })).count(), 1);
+    assert_eq!(h.updates.iter().filter(|(k, n)| *k == 1 && matches!(n, TurnUpdate::Ended(_))).count(), 1);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use super::result::{Collected, Value};
 use super::spec::{quoted, Answer, Checked, Decision, Entry, Policy};
 use super::telemetry::Timeline;
 use super::unrouted::Note;
-use super::update::{Cause, TurnError, TurnUpdate};
+use super::update::{ApprovalAsked, Cause, TurnEnd, TurnError, TurnUpdate};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{Bound, Stream};
 use crate::raw_json::RawJson;
@@ -191,7 +191,7 @@ impl Turn {
             Policy::Handler => {
                 let data = RawJson::whole(e.data_json().to_vec(), e.lifts.clone());
                 self.approvals.wait(Pending { approval: approval.clone(), call, batch: None, waits: Waits::Handler });
-                effects.news.push((self.key, TurnUpdate::Approval { approval, data }));
+                effects.updates.push((self.key, TurnUpdate::Approval(ApprovalAsked { approval, data })));
             }
             Policy::Application if self.reader == Reader::Left || self.stream.is_none() => {
                 self.decide(approval, call, Decision::Deny, AnsweredBy::NoReader, effects);
@@ -271,16 +271,20 @@ impl Turn {
         let Some(p) = self.approvals.take(approval, &[Waits::Handler]) else { return };
         let name = wording.option("on_approval");
         let refused = |why: String| KomaError::new(ErrorCode::InvalidParams, why);
-        let (decision, how) = match answer {
-            Answer::Decision(d) => (d, AnsweredBy::Handler),
-            Answer::Other(what) => {
+        let decided = match &answer {
+            Answer::Returned { text: Some(text), .. } => Decision::parse(text),
+            _ => None,
+        };
+        let (decision, how) = match (decided, answer) {
+            (Some(d), _) => (d, AnsweredBy::Handler),
+            (None, Answer::Returned { shown: what, .. }) => {
                 let e = refused(format!(
                     "`{name}` returned {what}; it must return \"allow\" or \"deny\" (the approval was denied)"
                 ));
                 self.refusal.get_or_insert((e, p.approval.clone()));
                 (Decision::Deny, AnsweredBy::HandlerFailed)
             }
-            Answer::Failed(what) => {
+            (None, Answer::Failed(what)) => {
                 let e = refused(format!("`{name}` failed, so the approval was denied: {what}"));
                 self.refusal.get_or_insert((e, p.approval.clone()));
                 (Decision::Deny, AnsweredBy::HandlerFailed)
@@ -306,7 +310,7 @@ impl Turn {
         match id {
             Ok(id) => {
                 self.id = Id::Known(id.clone());
-                effects.news.push((self.key, TurnUpdate::Id(id)));
+                effects.updates.push((self.key, TurnUpdate::Id(id)));
                 if self.interrupt == Interrupt::Wanted {
                     self.interrupt = Interrupt::No;
                     self.want_interrupt(effects);
@@ -491,16 +495,18 @@ impl Turn {
             Id::Known(id) => Some(id.as_str()),
             _ => None,
         };
+        // A turn whose `Id` never went out fails its id with its result.
+        let fails_id = id.is_none();
         let error = if let Some(error) = self.failure.take() {
-            Some(TurnError { error, cause: Cause::Client })
+            Some(TurnError { error, cause: Cause::Client, fails_id })
         } else if let Some((error, approval)) = self.refusal.take() {
-            Some(TurnError { error, cause: Cause::Handler(approval) })
+            Some(TurnError { error, cause: Cause::Handler(approval), fails_id })
         } else {
-            self.stop.take().map(|error| TurnError { error, cause: Cause::Stop })
+            self.stop.take().map(|error| TurnError { error, cause: Cause::Stop, fails_id })
         };
         let telemetry = self.timeline.take().map(|t| t.record(&self.collected, id, error.as_ref()));
         let result = std::mem::take(&mut self.collected).build(id);
-        effects.news.push((self.key, TurnUpdate::Ended { result, error, telemetry }));
+        effects.updates.push((self.key, TurnUpdate::Ended(TurnEnd { result, error, telemetry })));
         effects.done.append(&mut self.interrupt_waiters);
     }
 }
