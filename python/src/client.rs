@@ -281,7 +281,7 @@ impl NativeClient {
     }
 
     /// What turn `key`'s stream has for a loop, as `take_events` gives it
-    /// (`None`: nothing now; the turn's `ready` news says when).
+    /// (`None`: nothing now; the turn's `TurnReady` update says when).
     fn take_turn_events<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guarded(py, "taking a turn's events", || take_tuple(py, self.conn.take_turn_events(key, true)))
     }

@@ -17,7 +17,7 @@ pub enum Outcome {
     /// Done, with nothing to hand over: `close()`, a turn's interrupt.
     Done,
     Error(KomaError),
-    /// News of the turn whose key the completion carries (see [`TurnUpdate`]).
+    /// An update of the turn whose key the completion carries (see [`TurnUpdate`]).
     Turn(TurnUpdate),
 }
 
