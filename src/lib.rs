@@ -39,4 +39,5 @@ mod values;
 mod wake;
 
 pub use client::*;
+pub use stream::counter_layout;
 pub use telemetry::telemetry_table;

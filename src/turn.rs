@@ -82,7 +82,7 @@ pub fn enter<'e>(
     ctx.update_hold(js);
     if let Err(end) = ctx.conn.open_turn(key, spec) {
         // Refused before the core could hold it (closed, failed, or made before fork()).
-        deliver(ctx, js, key, TurnUpdate::Ended(end));
+        deliver(ctx, js, key, TurnUpdate::Ended(*end));
     }
     made.get_named_property(if entry == Entry::Turn { "turn" } else { "result" })
 }

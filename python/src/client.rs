@@ -275,7 +275,7 @@ impl NativeClient {
             let spec = TurnSpec { entry, params, mode, approvals, timeout, stopped: None, refused: refusal };
             match self.conn.open_turn(key, spec) {
                 Ok(()) => Ok(None),
-                Err(end) => ended(py, end).map(Some),
+                Err(end) => ended(py, *end).map(Some),
             }
         })
     }

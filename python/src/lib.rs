@@ -38,6 +38,7 @@ fn telemetry_table() -> &'static str {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    convert::module_made(m)?;
     m.add_class::<client::NativeClient>()?;
     m.add_class::<updates::TurnId>()?;
     m.add_class::<updates::TurnApproval>()?;

@@ -397,14 +397,14 @@ impl Connection {
     /// the local checks), and after a fork: the error is the turn's end
     /// (see [`Turns::refused_end`]), which the host hands its turn at once,
     /// without waiting for a wake that may never come.
-    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), TurnEnd> {
+    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), Box<TurnEnd>> {
         let traced = self.link.options.telemetry.is_some();
         if let Some(e) = self.link.foreign() {
-            return Err(Turns::refused_end(e, traced));
+            return Err(Box::new(Turns::refused_end(e, traced)));
         }
         let mut s = self.link.lock();
         if let Some(e) = s.phase.refusal() {
-            return Err(Turns::refused_end(e, traced));
+            return Err(Box::new(Turns::refused_end(e, traced)));
         }
         let timeout = spec.timeout;
         s.turns.open(key, spec);

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// How a host takes events and counts them here (`Connection::take_events`
 /// or `take_turn_events` lends a batch and writes `BATCH_EPOCH` and
 /// `BATCH_COUNTING`; see [`crate::events::Counting`]) is specified once in
-/// docs/python-internals.md ("The shared counters"); both hosts pass the
-/// cases of testdata/counting.json.
+/// the docs ("The shared counters"), with the cases every host passes in
+/// testdata/counting.json.
 #[repr(C)]
 #[derive(Default)]
 pub struct EventCounters {
