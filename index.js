@@ -79,7 +79,7 @@ function setUp() {
   const { onAbort, offAbort } = require("./lib/signals.js");
   const { traceSubscribed, publishTrace, followTrace } = require("./lib/trace.js");
   const telemetry = require("./lib/telemetry.js");
-  binding.__setGlue({
+  binding.__setJsHalf({
     clientStream: require("./lib/stream.js").clientStream,
     makeTurn: require("./lib/turn.js").makeTurn,
     makeError,

@@ -130,6 +130,30 @@ test("a handler that answers something else denies, and the loop and the result 
   assert.equal(thrown.cause.message, "no prompt");
 });
 
+test('a handler\'s answer is judged as it was returned: a String object or "Allow" is no decision', async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  const cased = await rejection(c.run({ text: "fix notes.txt" }, { onApproval: () => "Allow" }));
+  assert.equal(cased.code, "invalid_params");
+  assert.match(cased.message, /`onApproval` returned "Allow"; it must return "allow" or "deny"/);
+  assert.equal(cased.cause, undefined, "it returned: nothing was thrown");
+  const boxed = await rejection(c.run({ text: "fix notes.txt" }, { onApproval: () => new String("allow") }));
+  assert.equal(boxed.code, "invalid_params");
+  const allowed = await c.run({ text: "fix notes.txt" }, { onApproval: async () => "allow" });
+  assert.equal(allowed.status, "completed");
+});
+
+test("a turn the client refuses at once fails its id and its result with the error, and the result is empty", async (t) => {
+  const c = simClient(t);
+  await c.create({});
+  await c.close();
+  const turn = c.turn({ text: "hello" });
+  const e = await rejection(turn.id);
+  assert.equal(e.code, "closed");
+  assert.equal(await rejection(turn.result), e);
+  assert.deepEqual(e.result, { turn: null, status: "unknown", output: "", toolCalls: [], events: 0, overflowed: false });
+});
+
 test("turn() without onApproval yields approval_requested and the application answers", async (t) => {
   const c = simClient(t);
   await c.create({});

@@ -307,15 +307,14 @@ class TurnTrace {
   }
 
   /**
-   * The turn ended: the core's record (JSON text; none for a turn the core
-   * never held), and the error its result fails with.
+   * The turn ended: the core's record (JSON text), which a traced client's
+   * turn always has (a turn refused at once gets one without a timeline).
    * @param {string | undefined} record
-   * @param {any} error
    */
-  end(record, error) {
+  end(record) {
     const { t, span } = this;
     /** @type {Record} */
-    const r = record === undefined ? { error: error?.code, message: firstLine(error?.message) } : JSON.parse(record);
+    const r = record === undefined ? {} : JSON.parse(record);
     t.apply(span, r);
     if (span === undefined || t.tracer === undefined) return;
     const at = (/** @type {number} */ ns) => this.t0 + ns / 1e6;

@@ -6,7 +6,8 @@
 // promises for its id and result, the async iterator of its events, the
 // AbortSignal, and calling `onApproval` (plain or async) and handing its
 // answer to the core. The addon calls `makeTurn` with `ops`, its functions
-// for this client, and delivers the turn's news to the `news` it returns.
+// for this client, and hands each of the core's updates of the turn (a
+// `TurnUpdate`, one shape per kind) to the `update` it returns.
 "use strict";
 
 const { Cursor, Loops, DONE } = require("./stream.js");
@@ -20,13 +21,25 @@ const signals = require("./signals.js");
  *   read: (key: number, reading: boolean) => void,
  *   stop: (key: number, reason: unknown) => void,
  *   interrupt: (key: number) => Promise<void>,
- *   answer: (key: number, approval: string, kind: "decision" | "other" | "failed", value: string) => void,
+ *   answer: (key: number, approval: string, returned: unknown, shown: string) => void,
+ *   failed: (key: number, approval: string, message: string) => void,
  *   release: (key: number) => void,
  *   telemetry?: import("./telemetry.js").Telemetry,
  *   counters: ArrayBuffer,
  *   layout: import("./stream.js").Layout,
  * }} Ops
  * @typedef {(request: any) => unknown} Handler
+ *
+ * What the core says of a turn, one shape per kind (the core's `TurnUpdate`):
+ * its id came; an approval for `onApproval`; its loop may take events now;
+ * it is over, with its result and, if it fails, why (`failsId`: it never got
+ * an id, which fails with the result).
+ * @typedef {{ kind: "id", id: string }} IdUpdate
+ * @typedef {{ kind: "approval", approval: string, request: unknown }} ApprovalUpdate
+ * @typedef {{ kind: "ready" }} ReadyUpdate
+ * @typedef {{ error: Error, cause: "client" | "handler" | "stop", approval?: string, failsId: boolean }} Failure
+ * @typedef {{ kind: "ended", result: unknown, failure?: Failure, record?: string }} EndedUpdate
+ * @typedef {IdUpdate | ApprovalUpdate | ReadyUpdate | EndedUpdate} TurnUpdate
  */
 
 /** What a value is, as a message names it. */
@@ -106,7 +119,6 @@ class TurnState {
     this.thrown = new Map();
     /** Why the turn was stopped (the signal's reason). @type {unknown} */
     this.stopCause = undefined;
-    this.gotId = false;
     /** Its id once known, for `util.inspect`. @type {string | null} */
     this.shownId = null;
     /** Where it is, for `util.inspect`. @type {"starting" | "running" | "finished" | "failed"} */
@@ -156,30 +168,24 @@ class TurnState {
 
   /**
    * What the core says of this turn (the addon calls this).
-   * @param {"id" | "approval" | "ready" | "ended"} kind
-   * @param {any} a
-   * @param {any} b
-   * @param {any} c
-   * @param {any} d
-   * @param {any} [e]
+   * @param {TurnUpdate} u
    */
-  news(kind, a, b, c, d, e) {
-    switch (kind) {
+  update(u) {
+    switch (u.kind) {
       case "id":
-        this.gotId = true;
-        this.shownId = a;
+        this.shownId = u.id;
         this.phase = "running";
-        this.resolveId(a);
+        this.resolveId(u.id);
         break;
       case "approval":
-        this.ask(a, b);
+        this.ask(u.approval, u.request);
         break;
       case "ready":
         this.loops.serve();
         break;
       case "ended":
-        this.traced?.end(e, b); // telemetry: the core's record, and the error
-        this.ended(a, b, c, d);
+        this.traced?.end(u.record); // telemetry: the core's record
+        this.ended(u.result, u.failure);
         break;
     }
   }
@@ -189,7 +195,7 @@ class TurnState {
     const { ops, key } = this;
     const failed = (/** @type {unknown} */ e) => {
       this.thrown.set(approval, e);
-      ops.answer(key, approval, "failed", messageOf(e));
+      ops.failed(key, approval, messageOf(e));
     };
     let answer;
     try {
@@ -200,31 +206,33 @@ class TurnState {
       failed(e);
       return;
     }
-    Promise.resolve(answer).then((a) => {
-      if (a === "allow" || a === "deny") ops.answer(key, approval, "decision", a);
-      else ops.answer(key, approval, "other", describe(a));
-    }, failed);
+    // The core judges what it returned (whether it is a decision).
+    Promise.resolve(answer).then((a) => ops.answer(key, approval, a, describe(a)), failed);
   }
 
   /**
    * The turn is over: its result, and why it fails if it does (the cause
    * is what the handler threw for that approval, or the signal's reason).
    * @param {unknown} result
-   * @param {any} error
-   * @param {"handler" | "stop" | undefined} cause
-   * @param {string | undefined} approval
+   * @param {Failure | undefined} failure
    */
-  ended(result, error, cause, approval) {
+  ended(result, failure) {
     this.cleanup();
-    if (error === undefined) {
+    if (failure === undefined) {
       this.phase = "finished";
       this.resolveResult(result);
     } else {
+      const { error } = failure;
       this.phase = "failed";
-      const why = cause === "handler" ? this.thrown.get(/** @type {string} */ (approval)) : cause === "stop" ? this.stopCause : undefined;
+      const why =
+        failure.cause === "handler"
+          ? this.thrown.get(/** @type {string} */ (failure.approval))
+          : failure.cause === "stop"
+            ? this.stopCause
+            : undefined;
       if (why !== undefined) Object.defineProperty(error, "cause", { value: why, writable: true, configurable: true });
       Object.defineProperty(error, "result", { value: result, writable: true, configurable: true, enumerable: true });
-      if (!this.gotId) this.rejectId(error);
+      if (failure.failsId) this.rejectId(error);
       this.rejectResult(error);
       // A Turn the program never looked at fails as an unawaited promise
       // does: `turn.result` rejects with nobody to handle it, and Node
@@ -272,7 +280,7 @@ function makeTurn(ops, key, what, handler, signal, stopped) {
       if (state.seenResult === undefined) state.seenResult = awaited(state.result);
     };
   }
-  return { turn, result: state.result, news: state.news.bind(state) };
+  return { turn, result: state.result, update: state.update.bind(state) };
 }
 
 module.exports = { makeTurn, Turn };

@@ -9,10 +9,19 @@
 // declaration is an arrow from the parent to the child, so a child that uses
 // an item of its parent's file makes a cycle. Inline `mod m { ... }` blocks
 // (tests) belong to their file. A JavaScript file refers to another by a
-// relative `import`, `export ... from`, `import()` or `require()`.
+// relative `import`, `export ... from`, `import()` or `require()`. A Python
+// module (of a package: a folder with `__init__.py`, its `.pyi` stubs
+// included) refers to another by any `import` or `from ... import` of it,
+// relative or by the package's name, wherever it stands: under `if
+// TYPE_CHECKING:` and inside a function too (a cycle that only the type
+// checker or a late import sees is still a cycle). `from . import name`
+// names the module `name` where there is one, else the package's
+// `__init__`; importing a module runs its package's `__init__` first, which
+// is no arrow.
 //
-//   node scripts/check-deps.mjs               the project's crates and JS folders
-//   node scripts/check-deps.mjs DIR...        these: a Rust src dir (holding lib.rs) or a JS folder
+//   node scripts/check-deps.mjs               the project's crates, JS folders and the Python package
+//   node scripts/check-deps.mjs DIR...        these: a Rust src dir (holding lib.rs), a Python package
+//                                             (holding __init__.py) or a JS folder
 //
 // Exits 1 when it finds a cycle or a stray impl.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -365,6 +374,105 @@ function checkJs(dir) {
   return cycles(edges);
 }
 
+// ---- Python
+
+/** Python source with comments and string literals blanked (lines kept). */
+function blankPython(src) {
+  let out = "";
+  let i = 0;
+  const n = src.length;
+  const keepNewlines = (s) => s.replace(/[^\n]/g, " ");
+  while (i < n) {
+    const c = src[i];
+    if (c === "#") {
+      const end = src.indexOf("\n", i);
+      const stop = end < 0 ? n : end;
+      out += " ".repeat(stop - i);
+      i = stop;
+    } else if (c === '"' || c === "'") {
+      const triple = src.startsWith(c.repeat(3), i);
+      const close = triple ? c.repeat(3) : c;
+      let j = i + close.length;
+      while (j < n && !src.startsWith(close, j) && (triple || src[j] !== "\n")) j += src[j] === "\\" ? 2 : 1;
+      j = Math.min(n, j + close.length);
+      out += '""' + keepNewlines(src.slice(i + 2, j));
+      i = j;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+function pyFiles(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name.startsWith(".") || e.name === "__pycache__") continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory() && existsSync(join(p, "__init__.py"))) out.push(...pyFiles(p));
+    else if (/\.pyi?$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+function checkPython(dir) {
+  const pkg = dir.split(/[\\/]/).pop();
+  const files = pyFiles(dir);
+  // A module's dotted name (`pkg.sub.mod`; a package is its `__init__`) -> its file.
+  const nameOf = (f) => {
+    const parts = relative(dir, f)
+      .replace(/\.pyi?$/, "")
+      .split(/[\\/]/);
+    if (parts[parts.length - 1] === "__init__") parts.pop();
+    return [pkg, ...parts].join(".");
+  };
+  const byName = new Map(files.map((f) => [nameOf(f), f]));
+  const edges = new Map(files.map((f) => [f, new Map()]));
+  const add = (from, name, line, what) => {
+    // The module itself, else the nearest package that holds the name.
+    let to;
+    for (let m = name; m && !to; m = m.includes(".") ? m.slice(0, m.lastIndexOf(".")) : "") to = byName.get(m);
+    if (!to || to === from) return;
+    const mm = edges.get(from);
+    if (!mm.has(to)) mm.set(to, []);
+    mm.get(to).push(`${line}: ${what}`);
+  };
+  for (const f of files) {
+    const text = blankPython(readFileSync(f, "utf8"));
+    const self = nameOf(f);
+    const isPackage = /__init__\.pyi?$/.test(f);
+    const lineAt = (i) => text.slice(0, i).split("\n").length;
+    // `from X import names` (names possibly in parentheses over several lines), and `import a, b as c`.
+    for (const m of text.matchAll(/^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n;]*)/gm)) {
+      let base = m[1];
+      const dots = /^\.*/.exec(base)[0].length;
+      if (dots > 0) {
+        const here = self.split(".");
+        const parent = isPackage ? here : here.slice(0, -1);
+        base = [...parent.slice(0, parent.length - (dots - 1)), ...(base.slice(dots) ? [base.slice(dots)] : [])].join(".");
+      }
+      if (base !== pkg && !base.startsWith(`${pkg}.`)) continue;
+      const names = m[2]
+        .replace(/[()]/g, " ")
+        .split(",")
+        .map((s) => s.trim().split(/\s+/)[0])
+        .filter(Boolean);
+      for (const name of names) {
+        const sub = `${base}.${name}`;
+        add(f, byName.has(sub) ? sub : base, lineAt(m.index), `from ${m[1]} import ${name}`);
+      }
+    }
+    for (const m of text.matchAll(/^[ \t]*import[ \t]+([^\n;]*)/gm)) {
+      for (const part of m[1].split(",")) {
+        const name = part.trim().split(/\s+/)[0];
+        if (name === pkg || name?.startsWith(`${pkg}.`)) add(f, name, lineAt(m.index), `import ${name}`);
+      }
+    }
+  }
+  return cycles(edges);
+}
+
 // ---- cycles (Tarjan's strongly connected components)
 
 function cycles(edges) {
@@ -422,6 +530,7 @@ const defaults = () =>
     "lib",
     ...readdirSync(join(root, "crates")).map((c) => join("crates", c, "src")),
     "python/src",
+    "python/koma_sdk",
     "scripts",
     "bench",
     "__test__",
@@ -431,7 +540,8 @@ const defaults = () =>
 let found = 0;
 for (const dir of args.length ? args.map((d) => resolve(d)) : defaults().map((d) => join(root, d))) {
   const isCrate = existsSync(join(dir, "lib.rs")) || existsSync(join(dir, "main.rs"));
-  const problems = isCrate ? checkCrate(dir) : checkJs(dir);
+  const isPackage = existsSync(join(dir, "__init__.py"));
+  const problems = isCrate ? checkCrate(dir) : isPackage ? checkPython(dir) : checkJs(dir);
   for (const p of problems) console.log(`${rel(dir)}: ${p}`);
   found += problems.length;
 }

@@ -48,7 +48,7 @@ impl AbortListener {
         on_abort: NativeFn<T>,
     ) -> Result<Self, String> {
         let listener = function(js, name, data, on_abort).map_err(|e| e.reason)?;
-        let add = glue_fn(js, env, "onAbort")?;
+        let add = js_half_fn(js, env, "onAbort")?;
         if let Err(e) = add.call(FnArgs::from((signal.to_unknown(), listener))) {
             return Err(thrown(js, e));
         }
@@ -66,7 +66,7 @@ impl AbortListener {
     /// Remove the callback (its call has settled); the references go with it.
     pub fn remove(self, js: Js, env: &EnvData) {
         let (Ok(signal), Ok(listener)) = (self.signal.value(js), self.listener.value(js)) else { return };
-        let Ok(remove) = glue_fn(js, env, "offAbort") else { return };
+        let Ok(remove) = js_half_fn(js, env, "offAbort") else { return };
         // A signal that refuses to let go cannot keep the call: it has settled.
         if remove.call(FnArgs::from((signal, listener))).is_err() {
             let _ = js.take_exception();
@@ -77,6 +77,6 @@ impl AbortListener {
 type SignalFn<'e> = Function<'e, FnArgs<(Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
 
 /// `lib/signals.js`'s `onAbort` or `offAbort`.
-fn glue_fn<'e>(js: Js<'e>, env: &EnvData, name: &str) -> Result<SignalFn<'e>, String> {
-    env.glue(js, name).and_then(Function::from_unknown).map_err(|e| e.reason)
+fn js_half_fn<'e>(js: Js<'e>, env: &EnvData, name: &str) -> Result<SignalFn<'e>, String> {
+    env.js_fn(js, name).and_then(Function::from_unknown).map_err(|e| e.reason)
 }

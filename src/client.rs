@@ -11,7 +11,7 @@ use koma_transport::telemetry::TelemetryOptions;
 use koma_transport::turns::Entry;
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{Closing, Connection, ConnectionOptions, ErrorCode, KomaError, Probe, TraceKinds};
-use napi::bindgen_prelude::{This, Unknown};
+use napi::bindgen_prelude::{Object, This, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 
@@ -299,4 +299,15 @@ impl Drop for Client {
         unregister(self.ctx.id);
         self.ctx.forget_js();
     }
+}
+
+/// `index.js` registers the package's JavaScript half (`lib/`) here when
+/// the package loads, once per environment: the binding calls its functions
+/// to make what is JavaScript's own (a loop over a stream: `clientStream`; a
+/// Turn: `makeTurn`; an error: `makeError`). Called by `index.js` only; not
+/// part of the package's API (no typings).
+#[napi(js_name = "__setJsHalf", skip_typescript)]
+pub fn set_js_half(env: &Env, functions: Object) -> Result<()> {
+    let js = Js::new(env);
+    EnvData::of(js, on_wake)?.set_js_half(js, &functions)
 }

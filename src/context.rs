@@ -37,7 +37,7 @@ pub struct JsState {
     pub queue: Option<QueueRefs>,
     /// The iterator waits for events: the next wake calls its `settle`.
     pub events_waiting: bool,
-    /// The turns this client has open, by key: the function their news go to.
+    /// The turns this client has open, by key: the function their updates go to.
     pub turns: HashMap<u64, OwnedRef>,
     /// What a Turn calls (`lib/turn.js`'s `ops`), once made.
     pub ops: Option<OwnedRef>,

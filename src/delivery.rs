@@ -100,8 +100,8 @@ fn conversion_error(e: &napi::Error) -> KomaError {
 fn settle(ctx: &Ctx, js: Js, completions: Vec<Completion>, results: &mut Results) {
     for c in completions {
         let c = match c.outcome {
-            Outcome::Turn(news) => {
-                deliver_turn(ctx, js, c.token, news);
+            Outcome::Turn(update) => {
+                deliver_turn(ctx, js, c.token, update);
                 continue;
             }
             outcome => Completion { token: c.token, outcome },

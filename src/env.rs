@@ -1,6 +1,6 @@
 //! What the binding keeps per Node environment (the main thread's, and each
 //! Worker's): its life, `JSON.parse` and `JSON.stringify`, the package's
-//! JavaScript half (`lib/`, registered by `index.js`: see `glue.rs`), and its
+//! JavaScript half (`lib/`, registered by `index.js`: see `client.rs`), and its
 //! wake-up (`wake.rs`).
 
 use std::cell::RefCell;
@@ -17,7 +17,8 @@ pub struct EnvData {
     json_parse: OwnedRef,
     json_stringify: OwnedRef,
     /// The functions of `lib/` that `index.js` registered in this environment.
-    glue: RefCell<Option<OwnedRef>>,
+    /// The functions of the package's JavaScript half (`lib/`), by name.
+    js_half: RefCell<Option<OwnedRef>>,
     /// The environment's one threadsafe function, shared by its clients.
     pub wakes: Wakes,
 }
@@ -43,7 +44,7 @@ impl EnvData {
             id: js.id(),
             json_parse: OwnedRef::new(js, &life, &parse, true)?,
             json_stringify: OwnedRef::new(js, &life, &stringify, true)?,
-            glue: RefCell::new(None),
+            js_half: RefCell::new(None),
             wakes: Wakes::new(js, &life, on_wake)?,
             life,
         });
@@ -75,20 +76,20 @@ impl EnvData {
 
     /// Register the package's JavaScript half (done once per environment, by `index.js`).
     /// Its `makeError` makes every error of this environment from now on.
-    pub fn set_glue(&self, js: Js, glue: &Object) -> napi::Result<()> {
-        *self.glue.borrow_mut() = Some(OwnedRef::new(js, &self.life, glue, true)?);
-        set_error_maker(js, &self.life, &glue.get_named_property::<Unknown>("makeError")?)
+    pub fn set_js_half(&self, js: Js, functions: &Object) -> napi::Result<()> {
+        *self.js_half.borrow_mut() = Some(OwnedRef::new(js, &self.life, functions, true)?);
+        set_error_maker(js, &self.life, &functions.get_named_property::<Unknown>("makeError")?)
     }
 
     /// The function `name` of the package's JavaScript half.
-    pub fn glue<'e>(&self, js: Js<'e>, name: &str) -> napi::Result<Unknown<'e>> {
-        let glue = self.glue.borrow();
-        let Some(glue) = glue.as_ref() else {
+    pub fn js_fn<'e>(&self, js: Js<'e>, name: &str) -> napi::Result<Unknown<'e>> {
+        let functions = self.js_half.borrow();
+        let Some(functions) = functions.as_ref() else {
             return Err(napi::Error::from_reason(
                 "the JavaScript half of @koma/sdk is missing: load the package (its index.js), not its binding alone",
             ));
         };
-        let glue = Object::from_unknown(glue.value(js)?)?;
-        glue.get_named_property(name)
+        let functions = Object::from_unknown(functions.value(js)?)?;
+        functions.get_named_property(name)
     }
 }

@@ -2,14 +2,14 @@
 //! `koma-transport` core; the protocol lives there. The arrows between its
 //! files point one way, from the surface down:
 //!
-//! - `client.rs`: the `#[napi]` surface, `Client`;
+//! - `client.rs`: the `#[napi]` surface, `Client`, and where `index.js` registers the package's
+//!   JavaScript half (`lib/`);
 //! - `turn.rs`: the turn layer's entry (the core runs turns; `lib/turn.js` makes the Turns);
 //! - `call.rs`: calls become promises;
 //! - `delivery.rs`: completions settled in batches on the JavaScript thread;
 //! - `stream.rs`: the native side of the streams of events (`lib/stream.js`);
 //! - `trace.rs`: trace records published on the `koma-sdk:trace` channel (`lib/trace.js`);
 //! - `telemetry.rs`: OpenTelemetry's route (`lib/telemetry.js` makes the spans and metrics);
-//! - `glue.rs`: where `index.js` registers the package's JavaScript half (`lib/`);
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
 //! - `options.rs`: the options JavaScript passes, read and checked once (their typings are
@@ -27,7 +27,6 @@ mod client;
 mod context;
 mod delivery;
 mod env;
-mod glue;
 mod handles;
 mod options;
 mod stream;
@@ -40,5 +39,5 @@ mod values;
 mod wake;
 
 pub use client::*;
-pub use glue::*;
+pub use stream::counter_layout;
 pub use telemetry::telemetry_table;

@@ -4,7 +4,7 @@
 //! each in memory shared with the core, with no call into the addon per
 //! event. The addon is called once per batch (`pull`, or a Turn's `take`)
 //! and calls the client stream's `settle` when events become ready (a
-//! Turn's stream is told through its news: see `turn.rs`).
+//! Turn's stream is told through its updates: see `turn.rs`).
 
 use std::rc::{Rc, Weak};
 
@@ -15,6 +15,7 @@ use koma_transport::stop::{deadline_error, Stopped, Why};
 use koma_transport::{EventCounters, KomaError};
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, Object, Unknown};
 use napi::{JsValue, ValueType};
+use napi_derive::napi;
 
 use crate::abort::reason_name;
 use crate::context::{Ctx, QueueRefs};
@@ -34,11 +35,23 @@ pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Obj
         }
     };
     let mut layout = Object::new(&js.env())?;
-    for (name, slot) in EventCounters::LAYOUT {
-        layout.set_named_property(name, slot as u32)?;
+    for (name, slot) in layout_entries() {
+        layout.set_named_property(name, slot)?;
     }
-    layout.set_named_property("STRIDE", BATCH_STRIDE)?;
     Ok((buffer, layout))
+}
+
+/// The counters' layout (`lib/stream.js`'s `Layout`): each slot's index by
+/// name, as the core defines it, and `STRIDE`, the entries per event of a batch.
+fn layout_entries() -> impl Iterator<Item = (&'static str, u32)> {
+    EventCounters::LAYOUT.into_iter().map(|(name, slot)| (name, slot as u32)).chain([("STRIDE", BATCH_STRIDE)])
+}
+
+/// The layout alone, for `__test__/counting.test.mjs` (the Cursor against
+/// testdata/counting.json, on memory of its own).
+#[napi(js_name = "__counterLayout", skip_typescript)]
+pub fn counter_layout() -> std::collections::HashMap<String, u32> {
+    layout_entries().map(|(name, slot)| (name.to_owned(), slot)).collect()
 }
 
 /// `lib/stream.js`'s `clientStream(pull, stop, stopped, counters, layout)`.
@@ -50,7 +63,7 @@ fn queue<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<()> {
     if ctx.state.borrow().queue.is_some() {
         return Ok(());
     }
-    let make: MakeStream<'e> = Function::from_unknown(ctx.env.glue(js, "clientStream")?)?;
+    let make: MakeStream<'e> = Function::from_unknown(ctx.env.js_fn(js, "clientStream")?)?;
     let pull = function(js, c"pull", Rc::downgrade(ctx), on_pull)?;
     let stop = function(js, c"stop", Rc::downgrade(ctx), on_stop)?;
     let stopped = function(js, c"stopped", Rc::downgrade(ctx), on_stopped)?;

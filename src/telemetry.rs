@@ -1,6 +1,6 @@
 //! OpenTelemetry's route through the Node binding. `lib/telemetry.js` makes
 //! every API call; the core decides what they say (`koma_transport::telemetry`).
-//! This file only carries: a client's telemetry object is made (by the glue's
+//! This file only carries: a client's telemetry object is made (by the JavaScript half's
 //! `makeTelemetry`) when the client is, the notes of its life go to it with
 //! each wake, the core's table goes to `lib/telemetry.js`, and the trace
 //! context koma is started with comes back from it (`Client.__traceContext`).
@@ -29,12 +29,12 @@ pub struct Wanted<'e> {
 }
 
 /// The client's telemetry object, or `None` when nothing is traced (no
-/// `@opentelemetry/api`, no provider registered or given). A glue that
+/// `@opentelemetry/api`, no provider registered or given). A JavaScript half that
 /// throws leaves the client untraced: telemetry never fails a client.
 pub fn make<'e>(js: Js<'e>, env: &EnvData, client: &Object<'e>, wanted: Wanted<'e>) -> Option<OwnedRef> {
     let made = || -> napi::Result<Option<OwnedRef>> {
         type Make<'a> = Function<'a, FnArgs<(Unknown<'a>, Unknown<'a>, Unknown<'a>)>, Unknown<'a>>;
-        let f: Make<'e> = Function::from_unknown(env.glue(js, "makeTelemetry")?)?;
+        let f: Make<'e> = Function::from_unknown(env.js_fn(js, "makeTelemetry")?)?;
         let provider = |p: Option<Object<'e>>| p.map_or_else(|| js.undefined(), |p| p.to_unknown());
         let args = (client.to_unknown(), provider(wanted.tracer_provider), provider(wanted.meter_provider));
         let t = f.call(args.into())?;

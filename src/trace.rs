@@ -19,7 +19,7 @@ use crate::handles::{text, Js};
 /// Whether the channel has subscribers now (asked once per client, when it is made).
 pub fn subscribed(js: Js, env: &EnvData) -> bool {
     let asked = || -> napi::Result<bool> {
-        let f: Function<(), bool> = Function::from_unknown(env.glue(js, "traceSubscribed")?)?;
+        let f: Function<(), bool> = Function::from_unknown(env.js_fn(js, "traceSubscribed")?)?;
         f.call(())
     };
     asked().unwrap_or_else(|_| {
@@ -65,7 +65,7 @@ pub fn publish(ctx: &Ctx, js: Js) {
     }
     let published = || -> napi::Result<()> {
         let f: Function<FnArgs<(Unknown, Unknown)>, Unknown> =
-            Function::from_unknown(ctx.env.glue(js, "publishTrace")?)?;
+            Function::from_unknown(ctx.env.js_fn(js, "publishTrace")?)?;
         let client = ctx.client_object(js).unwrap_or_else(|| js.undefined());
         let json = text(js, &records_json(&records))?;
         f.call((client, json).into())?;

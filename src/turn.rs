@@ -2,12 +2,13 @@
 //! The core runs each turn (`koma_transport::turns`); this file reads the
 //! options into the core's spec, has `lib/turn.js` make the Turn object (with
 //! `ops`, the functions it calls), opens the turn in the core, and hands the
-//! core's news for it to the Turn.
+//! core's updates for it to the Turn, each as an object of its kind (the
+//! `TurnUpdate` of `lib/turn.js`).
 
 use std::rc::{Rc, Weak};
 
 use koma_transport::stop::Why;
-use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::turns::{Answer, ApprovalOption, Cause, Entry, TurnEnd, TurnSpec, TurnUpdate};
 use koma_transport::KomaError;
 use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsValue, Null, Object, Unknown};
 
@@ -22,9 +23,8 @@ use crate::values::{as_string, is_nullish};
 /// `lib/turn.js`'s `makeTurn(ops, key, what, handler, signal, stopped)`.
 type MakeTurn<'e> =
     Function<'e, FnArgs<(Unknown<'e>, f64, &'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Object<'e>>;
-/// A Turn's `news(kind, a, b, c, d, e)`.
-type News<'e> =
-    Function<'e, FnArgs<(&'e str, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>, Unknown<'e>)>, Unknown<'e>>;
+/// A Turn's `update(u)`, `u` a `TurnUpdate` of `lib/turn.js`.
+type Update<'e> = Function<'e, Unknown<'e>, Unknown<'e>>;
 
 /// Start a turn (`Entry::Turn`: a Turn; `Entry::Run`: the promise of its
 /// result). Whatever is wrong with the params or options fails the turn
@@ -75,23 +75,21 @@ pub fn enter<'e>(
             }
         }
     }
-    let make: MakeTurn<'e> = Function::from_unknown(ctx.env.glue(js, "makeTurn")?)?;
+    let make: MakeTurn<'e> = Function::from_unknown(ctx.env.js_fn(js, "makeTurn")?)?;
     let made = make.call((ops(ctx, js)?, key as f64, what, handler, signal, stopped).into())?;
-    let news: Unknown = made.get_named_property("news")?;
-    ctx.state.borrow_mut().turns.insert(key, OwnedRef::new(js, &ctx.env.life, &news, true)?);
+    let update: Unknown = made.get_named_property("update")?;
+    ctx.state.borrow_mut().turns.insert(key, OwnedRef::new(js, &ctx.env.life, &update, true)?);
     ctx.update_hold(js);
-    if let Err(e) = ctx.conn.open_turn(key, spec) {
-        // Refused before the core could hold it (a client made before fork()).
-        let result = koma_transport::turns::unstarted_result();
-        let error = Some(koma_transport::turns::TurnError { error: e, cause: Cause::Client });
-        deliver(ctx, js, key, TurnNews::Ended { result, error, telemetry: None });
+    if let Err(end) = ctx.conn.open_turn(key, spec) {
+        // Refused before the core could hold it (closed, failed, or made before fork()).
+        deliver(ctx, js, key, TurnUpdate::Ended(*end));
     }
     made.get_named_property(if entry == Entry::Turn { "turn" } else { "result" })
 }
 
-/// Hand the core's news of turn `key` to its Turn.
-pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
-    let ended = matches!(news, TurnNews::Ended { .. });
+/// Hand the core's update of turn `key` to its Turn.
+pub fn deliver(ctx: &Ctx, js: Js, key: u64, update: TurnUpdate) {
+    let ended = matches!(update, TurnUpdate::Ended(_));
     let target = {
         let mut st = ctx.state.borrow_mut();
         if ended {
@@ -105,45 +103,63 @@ pub fn deliver(ctx: &Ctx, js: Js, key: u64, news: TurnNews) {
     }
     let Some(target) = target else { return }; // the Turn is gone
     let call = || -> napi::Result<()> {
-        let f: News<'_> = Function::from_unknown(target)?;
-        let u = js.undefined();
-        let args = match news {
-            TurnNews::Id(id) => ("id", js.to_value(id.as_str())?, u, u, u, u),
-            TurnNews::Approval { approval, data } => {
-                let value = ctx.env.parse(js, data.text())?;
-                let value = put_lifted(js, value, data.lifts)?;
-                ("approval", js.to_value(approval.as_str())?, value, u, u, u)
-            }
-            TurnNews::Ready => ("ready", u, u, u, u, u),
-            TurnNews::Ended { result, error, telemetry } => {
-                let value = ctx.env.parse(js, result.text())?;
-                let value = put_lifted(js, value, result.lifts)?;
-                // A traced turn's record, for `lib/telemetry.js` (JSON text).
-                let record = match telemetry {
-                    Some(t) => text(js, t.as_bytes())?,
-                    None => u,
-                };
-                match error {
-                    None => ("ended", value, u, u, u, record),
-                    Some(e) => {
-                        let parse = ctx.env.json_parse(js).ok();
-                        let err = coded_error(js, &e.error, parse.as_ref(), None)?;
-                        let (cause, approval) = match &e.cause {
-                            Cause::Handler(a) => (js.to_value("handler")?, js.to_value(a.as_str())?),
-                            Cause::Stop => (js.to_value("stop")?, u),
-                            Cause::Client => (u, u),
-                        };
-                        ("ended", value, err, cause, approval, record)
-                    }
-                }
-            }
-        };
-        f.call(args.into())?;
+        let f: Update<'_> = Function::from_unknown(target)?;
+        f.call(update_object(ctx, js, update)?)?;
         Ok(())
     };
     if call().is_err() {
         let _ = js.take_exception(); // the Turn's own code does not throw; a conversion that failed leaves it waiting
     }
+}
+
+/// An update as the object of its kind: `{kind: "id", id}`, `{kind:
+/// "approval", approval, request}`, `{kind: "ready"}`, `{kind: "ended",
+/// result, failure, record}` (see `lib/turn.js`).
+fn update_object<'e>(ctx: &Ctx, js: Js<'e>, update: TurnUpdate) -> napi::Result<Unknown<'e>> {
+    let mut o = Object::new(&js.env())?;
+    match update {
+        TurnUpdate::Id(id) => {
+            o.set_named_property("kind", "id")?;
+            o.set_named_property("id", id.as_str())?;
+        }
+        TurnUpdate::Approval(asked) => {
+            let request = ctx.env.parse(js, asked.data.text())?;
+            o.set_named_property("kind", "approval")?;
+            o.set_named_property("approval", asked.approval.as_str())?;
+            o.set_named_property("request", put_lifted(js, request, asked.data.lifts)?)?;
+        }
+        TurnUpdate::Ready => o.set_named_property("kind", "ready")?,
+        TurnUpdate::Ended(end) => ended_object(ctx, js, &mut o, end)?,
+    }
+    Ok(o.to_unknown())
+}
+
+fn ended_object<'e>(ctx: &Ctx, js: Js<'e>, o: &mut Object<'e>, end: TurnEnd) -> napi::Result<()> {
+    let TurnEnd { result, error, telemetry } = end;
+    let value = ctx.env.parse(js, result.text())?;
+    o.set_named_property("kind", "ended")?;
+    o.set_named_property("result", put_lifted(js, value, result.lifts)?)?;
+    if let Some(e) = error {
+        let parse = ctx.env.json_parse(js).ok();
+        let mut failure = Object::new(&js.env())?;
+        failure.set_named_property("error", coded_error(js, &e.error, parse.as_ref(), None)?)?;
+        let cause = match &e.cause {
+            Cause::Client => "client",
+            Cause::Handler(approval) => {
+                failure.set_named_property("approval", approval.as_str())?;
+                "handler"
+            }
+            Cause::Stop => "stop",
+        };
+        failure.set_named_property("cause", cause)?;
+        failure.set_named_property("failsId", e.fails_id)?;
+        o.set_named_property("failure", failure)?;
+    }
+    // A traced turn's record, for `lib/telemetry.js` (JSON text).
+    if let Some(t) = telemetry {
+        o.set_named_property("record", text(js, t.as_bytes())?)?;
+    }
+    Ok(())
 }
 
 /// What a Turn calls, made once per client (see `lib/turn.js`'s `Ops`).
@@ -158,6 +174,7 @@ fn ops<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
     o.set_named_property("stop", function(js, c"stop", weak(), on_stop)?)?;
     o.set_named_property("interrupt", function(js, c"interrupt", weak(), on_interrupt)?)?;
     o.set_named_property("answer", function(js, c"answer", weak(), on_answer)?)?;
+    o.set_named_property("failed", function(js, c"failed", weak(), on_failed)?)?;
     o.set_named_property("release", function(js, c"release", weak(), on_release)?)?;
     let (buffer, layout) = counters(ctx, js)?;
     o.set_named_property("counters", buffer)?;
@@ -217,17 +234,22 @@ fn on_interrupt<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::
     })
 }
 
+/// `answer(key, approval, returned, shown)`: what `onApproval` returned (or
+/// its promise resolved to), and that value as JavaScript writes it. The core
+/// judges whether it is a decision.
 fn on_answer<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
     if let Some(ctx) = ctx.upgrade() {
-        let value = string_arg(args, 3);
-        let answer = match string_arg(args, 2).as_str() {
-            "decision" => match Decision::parse(&value) {
-                Some(d) => Answer::Decision(d),
-                None => Answer::Other(value),
-            },
-            "failed" => Answer::Failed(value),
-            _ => Answer::Other(value),
-        };
+        let text = args.get(2).copied().and_then(as_string);
+        let answer = Answer::Returned { text, shown: string_arg(args, 3) };
+        ctx.conn.answer_approval(key_of(args), &string_arg(args, 1), answer);
+    }
+    Ok(js.undefined())
+}
+
+/// `failed(key, approval, message)`: `onApproval` threw or rejected.
+fn on_failed<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+    if let Some(ctx) = ctx.upgrade() {
+        let answer = Answer::Failed(string_arg(args, 2));
         ctx.conn.answer_approval(key_of(args), &string_arg(args, 1), answer);
     }
     Ok(js.undefined())

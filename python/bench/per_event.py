@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from koma_sdk import _native
 from koma_sdk._stream import STRIDE, ClientStream
 from koma_sdk._surface import EVENT_CLASSES
 
@@ -48,7 +49,10 @@ class StubNative:
         self.slots = memoryview(bytearray(4 * 8)).cast("I")
 
     def take_events(self, wait: bool) -> Any:
-        return (0, self.data, [], 0, 1)  # counted, revocable: as the client's own stream
+        # Counted, revocable, at epoch 0: as the core lends the client's own stream's batches.
+        self.slots[_native.SLOT_BATCH_EPOCH] = 0
+        self.slots[_native.SLOT_BATCH_COUNTING] = 1
+        return (0, self.data, [])
 
     def counters(self) -> Any:
         return self.slots

@@ -10,19 +10,15 @@ The same Rust core as the Node package `@koma/sdk` speaks the protocol;
 this package converts and delivers. See the README for the whole surface.
 """
 
-from . import _errors, _native
-
-_native.init(_errors._from_native)
-
-from . import _exceptions, _surface, _types  # noqa: E402
-from ._client import Client  # noqa: E402
-from ._codes import ErrorCode  # noqa: E402
-from ._errors import KomaError, RemoteError  # noqa: E402
-from ._exceptions import *  # noqa: E402, F403  (a class per error code: its own __all__)
-from ._stream import EventStream  # noqa: E402
-from ._surface import *  # noqa: E402, F403  (the protocol's types: its own __all__)
-from ._turn import ApprovalPolicy, Turn, TurnLoop  # noqa: E402
-from ._types import *  # noqa: E402, F403  (the package's own values: its own __all__)
+from . import _exceptions, _surface, _types
+from ._client import Client
+from ._codes import ErrorCode
+from ._errors import KomaError, RemoteError
+from ._exceptions import *  # noqa: F403  (a class per error code: its own __all__)
+from ._stream import EventStream
+from ._surface import *  # noqa: F403  (the protocol's types: its own __all__)
+from ._turn import ApprovalPolicy, Turn, TurnLoop
+from ._types import *  # noqa: F403  (the package's own values: its own __all__)
 
 __all__ = [
     "ApprovalPolicy",

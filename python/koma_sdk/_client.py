@@ -11,27 +11,22 @@ import os
 import weakref
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    TypeVar,
-    Union,
-)
+from types import TracebackType
+from typing import Any, TypeVar, Union
 
 from . import _backend, _telemetry
 from ._args import params as _params
 from ._args import seconds as _seconds
 from ._errors import KomaError, invalid
 from ._lift import put_back
+from ._link import Link
 from ._logging import frames_wanted, log_trace
 from ._native import NativeClient
 from ._stream import ClientStream, EventStream
 from ._surface import Methods
 from ._turn import ApprovalPolicy, Turn, run
 from ._types import Hello, TurnMode, TurnResult
-
-if TYPE_CHECKING:
-    from types import TracebackType
+from ._values import NotAnObject, Wire
 
 T = TypeVar("T")
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -206,16 +201,16 @@ class Client(Methods):
         self._telemetry = _telemetry.make(tracer_provider, meter_provider) if telemetry else None
         traced = None if self._telemetry is None else capture_content
         self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello, traced)
-        self._calls: dict[int, _backend.Future] = {}
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
-        # The stream binds through a weak reference: nothing the client
-        # holds refers back to it, so a client let go of is collected at
-        # once, not at some later run of the cycle collector.
-        self._queue = ClientStream(self._native, partial(_bind_weakly, weakref.ref(self)))
-        #: The turns not over yet, by key: what their news go to.
-        self._turns: dict[int, Turn] = {}
+        # The stream and the link bind through a weak reference: nothing the
+        # client holds refers back to it, so a client let go of is collected
+        # at once, not at some later run of the cycle collector.
+        bind = partial(_bind_weakly, weakref.ref(self))
+        self._queue = ClientStream(self._native, bind)
+        #: What the client's calls and its Turns share (`_link.Link`).
+        self._link = Link(self._native, bind, self._telemetry)
 
     # ---- plumbing
 
@@ -240,16 +235,18 @@ class Client(Methods):
         return wake.current()
 
     def _busy(self) -> bool:
-        return bool(self._calls or self._turns or self._queue._waiting)
+        link = self._link
+        return bool(link.calls or link.turns or self._queue._waiting)
 
     def _deliver(self) -> None:
         """One wake: log its trace records, settle every call it answered,
-        then serve the events."""
+        hand the turns their updates, then serve the events."""
         try:
-            tokens, joined, lifts, others, news, trace, notes = self._native.deliver()
+            d = self._native.deliver()
         except KomaError as e:
             self._fail_all(e)
             return
+        trace, notes = d.trace, d.notes
         if trace:
             try:
                 log_trace(trace)
@@ -260,11 +257,13 @@ class Client(Methods):
                 self._telemetry.notes(notes)  # the client's span and metrics
             except Exception:
                 pass  # nor may telemetry
-        calls = self._calls
+        calls = self._link.calls
+        joined = d.joined
         if joined is not None:
+            tokens = d.tokens
             try:
                 values = _loads(joined)
-                for entry in lifts:
+                for entry in d.lifts:
                     put_back(values, entry)
             except Exception as e:  # the core checked the JSON: this is a bug
                 err = KomaError(
@@ -279,43 +278,37 @@ class Client(Methods):
                     sink = calls.pop(token, None)
                     if sink is not None and not sink.done():
                         sink.set_result(value)
-        for token, value, _failed in others:
+        for token, error in d.others:
             sink = calls.pop(token, None)
             if sink is not None and not sink.done():
-                if value is not None:
-                    sink.set_exception(value)
+                if error is not None:
+                    sink.set_exception(error)
                 else:
-                    sink.set_result(value)
-        turns = self._turns
-        for item in news:
-            key, kind, args = item[0], item[1], item[2:]
-            turn = turns.pop(key, None) if kind == "ended" else turns.get(key)
-            if turn is not None:
-                turn._news(kind, args)
+                    sink.set_result(None)
+        updates = d.updates
+        if updates:
+            self._link.update(updates)
         self._queue.woke()
 
     def _fail_all(self, error: KomaError) -> None:
         self._native.kill_now()
-        calls, self._calls = self._calls, {}
+        link = self._link
+        calls, link.calls = link.calls, {}
         for sink in calls.values():
             if not sink.done():
                 sink.set_exception(error)
 
-    async def _wait_for(self, token: int) -> Any:
-        """The answer to call `token` (cancelled: its late answer is ignored)."""
-        fut = self._bind().future()
-        self._calls[token] = fut
-        try:
-            return await fut
-        except BaseException:
-            if self._calls.pop(token, None) is not None:
-                self._native.abandon(token)
-            raise
-
-    async def _call(self, method: str, params: Any, timeout: Any) -> Any:
+    async def _call(self, method: str, params: Any, timeout: Any, result: type[Wire] | None = None) -> Any:
         if self._telemetry is not None:  # a traced client: the call in its span
-            return await self._telemetry.call(method, self._native, self._send(method, params, timeout))
-        return await self._send(method, params, timeout)
+            value = await self._telemetry.call(method, self._native, self._send(method, params, timeout))
+        else:
+            value = await self._send(method, params, timeout)
+        if result is None:
+            return value
+        try:
+            return result._wire(value)
+        except NotAnObject as e:  # what the result's class cannot be made of
+            raise KomaError("protocol_error", str(e)) from None
 
     async def _send(self, method: str, params: Any, timeout: Any) -> Any:
         seconds = _seconds("`timeout`", timeout)
@@ -324,14 +317,7 @@ class Client(Methods):
         native = self._native
         token = native.token()
         native.request(token, method, body, seconds)
-        fut = backend.future()
-        self._calls[token] = fut
-        try:
-            return await fut
-        except BaseException:
-            if self._calls.pop(token, None) is not None:
-                native.abandon(token)  # cancelled: its late answer is ignored
-            raise
+        return await self._link.wait_for(token, backend)
 
     def _release(self) -> None:
         """After close: hand over what the core settled and the loop has not
@@ -354,14 +340,7 @@ class Client(Methods):
         ready = native.probe(token, seconds)
         if ready is not None:
             return Hello._wire(_loads(ready))
-        fut = backend.future()
-        self._calls[token] = fut
-        try:
-            return Hello._wire(await fut)
-        except BaseException:
-            if self._calls.pop(token, None) is not None:
-                native.abandon(token)
-            raise
+        return Hello._wire(await self._link.wait_for(token, backend))
 
     async def request(
         self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None
@@ -389,7 +368,7 @@ class Client(Methods):
             return
         backend = self._bind()
         fut = backend.future()
-        self._calls[token] = fut
+        self._link.calls[token] = fut
         # Run to its end (it is bounded) even when the caller is cancelled,
         # as leaving `async with` through a cancel scope does.
         await backend.shielded(self._closed(token, fut))
@@ -398,7 +377,7 @@ class Client(Methods):
         try:
             await fut
         finally:
-            self._calls.pop(token, None)
+            self._link.calls.pop(token, None)
         self._release()
 
     # ---- events and turns
@@ -420,7 +399,7 @@ class Client(Methods):
         """Start a turn (`mode="interrupt"`: stop the running one first) whose
         events a loop over the Turn takes; see the README. Bad arguments fail
         the Turn (its result and loops raise `invalid_params`)."""
-        return Turn(self, text, mode, on_approval, timeout, "turn")
+        return Turn(self._link, self, text, mode, on_approval, timeout, "turn")
 
     async def run(
         self,
@@ -433,7 +412,7 @@ class Client(Methods):
         """A turn in one call: its result, once it finished. Cancelling it
         interrupts the agent. A failure carries the result so far as
         `error.result`."""
-        return await run(self, text, mode, on_approval, timeout)
+        return await run(self._link, self, text, mode, on_approval, timeout)
 
     # ---- properties
 

@@ -6,12 +6,10 @@ native call per event. The native client is called once per batch (a flat
 JSON array of seq, name, data and the frame's size for each event, parsed
 by one `json.loads`).
 
-The shared memory is 32-bit slots (their one definition is the core's
-`EventCounters`): the core writes EPOCH (an overflow bumps it); this module
-adds to TAKEN and TAKEN_BYTES as events are handed out. A batch comes with
-its epoch and how its events count: not at all (0), or each until taken
-while the epoch matches, the rest dropped (1) or handed out uncounted (2)
-once an overflow has come.
+How a host counts in the shared memory is an interface of the core's,
+specified once in docs/python-internals.md ("The shared counters") and
+checked by testdata/counting.json, which `lib/stream.js`'s Cursor passes
+too (python/tests/test_counting.py, __test__/counting.test.mjs).
 """
 
 from __future__ import annotations
@@ -30,6 +28,8 @@ from ._types import EventItem, Overflow
 EPOCH = _native.SLOT_EPOCH
 TAKEN = _native.SLOT_TAKEN
 TAKEN_BYTES = _native.SLOT_TAKEN_BYTES
+BATCH_EPOCH = _native.SLOT_BATCH_EPOCH
+BATCH_COUNTING = _native.SLOT_BATCH_COUNTING
 STRIDE = _native.BATCH_STRIDE
 MASK = 0xFFFFFFFF
 UNCOUNTED = 0
@@ -44,16 +44,18 @@ class _End:
 
 END = _End()
 Take = Callable[[], tuple[Any, ...] | None]
+#: The shared counters (a writable view of unsigned 32-bit slots), made on first use.
+Counters = Callable[[], Any]
 
 
 class Cursor:
     """The batches of one stream, handed out event by event."""
 
-    __slots__ = ("_take", "_native", "_shared", "_batch", "_index", "_epoch", "_counting", "_error", "_ended")
+    __slots__ = ("_take", "_counters", "_shared", "_batch", "_index", "_epoch", "_counting", "_error", "_ended")
 
-    def __init__(self, take: Take, native: NativeClient) -> None:
+    def __init__(self, take: Take, counters: Counters) -> None:
         self._take = take
-        self._native = native
+        self._counters = counters
         self._shared: Any = None  # the counters' memoryview, on first use
         self._batch: list[Any] = []
         self._index = 0
@@ -91,16 +93,17 @@ class Cursor:
                 return None
             kind = got[0]
             if kind == 0:
-                if self._shared is None:
-                    self._shared = self._native.counters()
-                _, data, lifts, epoch, counting = got
+                shared = self._shared
+                if shared is None:
+                    shared = self._shared = self._counters()
+                _, data, lifts = got
                 batch = _loads(data)
                 for entry in lifts:
                     put_back(batch, entry)
                 self._batch = batch
                 self._index = 0
-                self._epoch = epoch
-                self._counting = counting
+                self._epoch = shared[BATCH_EPOCH]
+                self._counting = shared[BATCH_COUNTING]
                 continue
             if kind == 1:
                 return Overflow(got[1])
@@ -129,7 +132,7 @@ class ClientStream:
         #: The client's loop (bound on first use).
         self.bind = bind
         self._native = native
-        self._cursor = Cursor(self._take_native, native)
+        self._cursor = Cursor(self._take_native, native.counters)
         self._waiting: list[Future] = []
         # The core found nothing: the next wake should serve.
         self._wanted = False

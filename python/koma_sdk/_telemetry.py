@@ -260,14 +260,12 @@ class TurnTrace:
 
         return awaited()
 
-    def end(self, record: str | None, error: Any) -> None:
-        """The turn ended: the core's record (JSON text; none for a turn the
-        core never held), and the error its result fails with."""
+    def end(self, record: str | None) -> None:
+        """The turn ended: the core's record (JSON text), which a traced
+        client's turn always has (a turn refused at once gets one without a
+        timeline)."""
         t, span = self._t, self.span
-        if record is None:
-            r: dict[str, Any] = {"error": getattr(error, "code", None), "message": _first_line(error)}
-        else:
-            r = json.loads(record)
+        r: dict[str, Any] = {} if record is None else json.loads(record)
         t.apply(span, r)
         if span is None:
             return

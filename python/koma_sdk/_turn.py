@@ -12,21 +12,19 @@ import inspect
 import json
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import Any
 
 from ._args import params as encode_params
 from ._args import seconds as seconds_of
 from ._backend import Backend, Cancel, Future, Promise, next_item, serve
 from ._errors import KomaError
 from ._lift import put_back
+from ._link import Link, TurnUpdate
+from ._native import NativeClient, TurnApproval, TurnEnded, TurnFailure, TurnId
 from ._stream import END, Cursor, _End
 from ._surface import ApprovalRequestedData, Decision
 from ._types import EventItem, TurnResult
-
-if TYPE_CHECKING:
-    from types import TracebackType
-
-    from ._client import Client
 
 ApprovalPolicy = Decision | Callable[[ApprovalRequestedData], Decision | Awaitable[Decision]]
 
@@ -50,7 +48,9 @@ def _approvals(on_approval: Any) -> tuple[str, str]:
     return ("other", repr(on_approval))
 
 
-def _collected(native: Any, key: int, result: Promise, id_: Promise, backend: Backend | None, shown: str) -> None:
+def _collected(
+    native: NativeClient, key: int, result: Promise, id_: Promise, backend: Backend | None, shown: str
+) -> None:
     """A Turn was collected: the core keeps nothing of it for a loop; a
     failure nobody retrieved (its result's, which its id and loops share) is
     reported, as asyncio reports a Future's exception never retrieved."""
@@ -81,7 +81,8 @@ class Turn:
     `RuntimeWarning` under trio."""
 
     __slots__ = (
-        "_client",
+        "_link",
+        "_owner",
         "_key",
         "_handler",
         "_id",
@@ -94,10 +95,14 @@ class Turn:
         "__weakref__",
     )
 
-    def __init__(self, client: Client, text: Any, mode: Any, on_approval: Any, timeout: Any, what: str) -> None:
-        self._client = client
-        backend = client._bind()
-        native = client._native
+    def __init__(
+        self, link: Link, owner: object, text: Any, mode: Any, on_approval: Any, timeout: Any, what: str
+    ) -> None:
+        self._link = link
+        #: The client: held, so that it (and its koma) lives while the Turn does.
+        self._owner = owner
+        backend = link.bind()
+        native = link.native
         self._key = key = native.token()
         self._handler = on_approval if callable(on_approval) else None
         self._id = Promise()
@@ -106,7 +111,7 @@ class Turn:
         self._thrown: dict[str, BaseException] = {}
         #: Handlers still computing an answer, by approval.
         self._tasks: dict[str, Cancel] = {}
-        self._cursor = Cursor(lambda: native.take_turn_events(key), native)
+        self._cursor = Cursor(lambda: native.take_turn_events(key), native.counters)
         self.waiting: list[Future] = []
         refused: KomaError | None = None
         params: bytes | None = None
@@ -117,48 +122,42 @@ class Turn:
         except KomaError as e:
             refused = e
         mode_text = mode if mode is None or isinstance(mode, str) else repr(mode)
-        tel = client._telemetry  # a traced client: the turn's spans, in the caller's context
+        tel = link.telemetry  # a traced client: the turn's spans, in the caller's context
         if tel is not None:
             tel.starting(native)
         self._traced = None if tel is None else tel.turn()
-        client._turns[key] = self
-        try:
-            native.open_turn(key, what, params, mode_text, _approvals(on_approval), seconds, refused)
-        except KomaError as e:  # refused at once: the client is closed or failed (or was made before fork())
-            del client._turns[key]
-            e.result = TurnResult(None, "unknown", "", [], 0, False)
-            self._id.reject(e)
-            self._result.reject(e)
+        link.turns[key] = self._update
+        ended = native.open_turn(key, what, params, mode_text, _approvals(on_approval), seconds, refused)
+        if ended is not None:  # refused at once: the client is closed or failed (or was made before fork())
+            del link.turns[key]
+            self._update(ended)
         if what == "turn":
             weakref.finalize(self, _collected, native, key, self._result, self._id, backend, f"turn {text!r}")
 
     # ---- what the core says of it (the client's wake hands it over)
 
-    def _news(self, kind: str, args: tuple[Any, ...]) -> None:
-        if kind == "id":
-            self._id.resolve(args[0])
-        elif kind == "approval":
-            self._ask(args[0], _value(args[1], args[2]))
-        elif kind == "ready":
-            serve(self.waiting, self._cursor.next)
-        elif kind == "ended":
+    def _update(self, update: TurnUpdate) -> None:
+        if type(update) is TurnId:
+            self._id.resolve(update.id)
+        elif type(update) is TurnApproval:
+            self._ask(update.approval, _value(update.request, update.lifts))
+        elif type(update) is TurnEnded:
             if self._traced is not None:
-                self._traced.end(args[5], args[2])  # telemetry: the core's record, and the error
-            self._ended(_value(args[0], args[1]), args[2], args[3], args[4])
+                self._traced.end(update.record)  # telemetry: the core's record
+            self._ended(_value(update.result, update.lifts), update.failure)
+        else:  # TurnReady
+            serve(self.waiting, self._cursor.next)
 
     def _ask(self, approval: str, request: Any) -> None:
         """Ask the handler about `approval` and hand its answer to the core."""
-        native, key = self._client._native, self._key
+        native, key = self._link.native, self._key
 
         def answered(answer: Any) -> None:
-            if isinstance(answer, str) and answer in ("allow", "deny"):
-                native.answer_approval(key, approval, "decision", answer)
-            else:
-                native.answer_approval(key, approval, "other", repr(answer))
+            native.answer_approval(key, approval, answer, repr(answer))  # the core judges it
 
         def failed(e: BaseException) -> None:
             self._thrown[approval] = e
-            native.answer_approval(key, approval, "failed", f"{type(e).__name__}: {e}")
+            native.approval_failed(key, approval, f"{type(e).__name__}: {e}")
 
         try:
             handler, traced = self._handler, self._traced
@@ -183,22 +182,24 @@ class Turn:
                 self._tasks.pop(approval, None)
             answered(result)
 
-        self._tasks[approval] = self._client._bind().spawn(wait)
+        self._tasks[approval] = self._link.bind().spawn(wait)
 
-    def _ended(self, result: Any, error: KomaError | None, cause: str | None, approval: str | None) -> None:
+    def _ended(self, result: Any, failure: TurnFailure | None) -> None:
         """The turn is over: a handler still running is cancelled (its answer
         could no longer be used), and the result settles."""
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
         value = TurnResult._wire(result)
-        if error is None:
+        if failure is None:
             self._result.resolve(value)
         else:
-            if cause == "handler" and approval is not None and approval in self._thrown:
+            error = failure.error
+            approval = failure.approval
+            if failure.cause == "handler" and approval is not None and approval in self._thrown:
                 error.__cause__ = self._thrown[approval]
             error.result = value
-            if not self._id.settled:
+            if failure.fails_id:
                 self._id.reject(error)
             self._result.reject(error)
         self._thrown.clear()
@@ -206,7 +207,7 @@ class Turn:
 
     def _stop(self) -> None:
         """The task that awaited it was cancelled: the core interrupts the agent."""
-        self._client._native.stop_turn(self._key)
+        self._link.native.stop_turn(self._key)
 
     # ---- what a user calls
 
@@ -225,11 +226,12 @@ class Turn:
 
     async def interrupt(self) -> None:
         """Interrupt this turn if it still runs (nothing is written otherwise)."""
-        client = self._client
-        token = client._native.token()
-        if client._native.interrupt_turn(self._key, token):
+        link = self._link
+        backend = link.bind()
+        token = link.native.token()
+        if link.native.interrupt_turn(self._key, token):
             return
-        await client._wait_for(token)
+        await link.wait_for(token, backend)
 
     async def aclose(self) -> None:
         """Leave the turn: if it still runs, it is interrupted now (the
@@ -237,7 +239,7 @@ class Turn:
         and what no loop took stops counting against the bound. Loops over
         it get what was left, then end as the result does. Returns at once;
         `async with` calls it on the way out."""
-        self._client._native.read_turn(self._key, False)
+        self._link.native.read_turn(self._key, False)
 
     async def __aenter__(self) -> Turn:
         return self
@@ -252,7 +254,7 @@ class Turn:
             await self.aclose()
 
     def __aiter__(self) -> TurnLoop:
-        self._client._native.read_turn(self._key, True)
+        self._link.native.read_turn(self._key, True)
         return TurnLoop(self)
 
     def __repr__(self) -> str:
@@ -286,7 +288,7 @@ class TurnLoop:
         t = self._turn
         item = None if t.waiting else t._cursor.next()
         if item is None:
-            backend = t._client._bind()
+            backend = t._link.bind()
             try:
                 item = await next_item(t.waiting, t._cursor.next, backend)
             except BaseException:
@@ -311,7 +313,7 @@ class TurnLoop:
         self._left = True
         t = self._turn
         t._cursor.release()
-        t._client._native.read_turn(t._key, False)
+        t._link.native.read_turn(t._key, False)
 
     def __del__(self) -> None:
         # `break` drops the loop at once: leave the turn then, not when a collector gets to it.
@@ -321,13 +323,13 @@ class TurnLoop:
             pass
 
 
-async def run(client: Client, text: Any, mode: Any, on_approval: Any, timeout: Any) -> TurnResult:
+async def run(link: Link, owner: object, text: Any, mode: Any, on_approval: Any, timeout: Any) -> TurnResult:
     """`run()`: a turn nobody reads; its result. Cancelling it stops the
     agent. A failure carries the result so far as `error.result`."""
     # A task cancelled already writes nothing (as an aborted signal in
     # JavaScript): the cancellation is taken before the turn is opened.
-    await client._bind().checkpoint()
-    turn = Turn(client, text, mode, on_approval, timeout, "run")
+    await link.bind().checkpoint()
+    turn = Turn(link, owner, text, mode, on_approval, timeout, "run")
     try:
         return await turn.result()
     except KomaError:

@@ -1,14 +1,14 @@
 """What the generated modules (`_surface.py`, `_types.py`) are made of: the
 check that a value is an object, the base of the result classes (made from
 the wire's JSON by their table of fields), the base of the event classes, and
-the requests behind the generated protocol methods."""
+the requests behind the generated protocol methods. It imports no module of
+the package's: the errors (which name `TurnResult`) are above it, and the
+client turns `NotAnObject` into the call's `protocol_error`."""
 
 from __future__ import annotations
 
 import os
 from typing import Any, ClassVar, Literal, TypeVar
-
-from ._errors import KomaError
 
 #: A generated class's fields, in order: the wire's name of each, and how its
 #: value is made: as it is (`None`), a result class, or a list of one (`[C]`).
@@ -17,12 +17,17 @@ Fields = tuple[tuple[str, Any], ...]
 W = TypeVar("W", bound="Wire")
 
 
+class NotAnObject(Exception):
+    """A result class cannot be made of this value: the call fails with
+    `protocol_error` and this message."""
+
+
 def obj(value: Any, what: str = "the result") -> Any:
-    """`value` if it is a JSON object; else `protocol_error` for that call (a
-    field koma left out is then `None`: nothing is made up)."""
+    """`value` if it is a JSON object; else `NotAnObject` (a field koma left
+    out is then `None`: nothing is made up)."""
     if not isinstance(value, dict):
         text = repr(value)
-        raise KomaError("protocol_error", f"{what} is not a JSON object: {text[:200]}")
+        raise NotAnObject(f"{what} is not a JSON object: {text[:200]}")
     return value
 
 
@@ -98,14 +103,16 @@ T = TypeVar("T", bound=Wire)
 class Requests:
     """What the generated protocol methods (`_surface.Methods`) call: the
     params as given (an optional one left out when `None`, a path as its
-    str), then `_call`, which the client implements."""
+    str), then `_call`, which the client implements (and which makes the
+    value of `result`, if given, from the answer)."""
 
-    async def _call(self, method: str, params: Any, timeout: Any) -> Any:
+    async def _call(self, method: str, params: Any, timeout: Any, result: type[Wire] | None = None) -> Any:
         raise NotImplementedError
 
     async def _ask(self, method: str, result: type[T], params: Any, timeout: Any, **optional: Any) -> T:
         """A method that answers a value of `result`."""
-        return result._wire(await self._call(method, _params(params, optional), timeout))
+        value: T = await self._call(method, _params(params, optional), timeout, result)
+        return value
 
     async def _tell(self, method: str, params: Any, timeout: Any, **optional: Any) -> None:
         """A method that answers `{}`."""

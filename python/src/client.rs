@@ -15,20 +15,20 @@ use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
 use koma_transport::connection::client_note;
 use koma_transport::events::{End, Take};
-use koma_transport::raw_json::RawJson;
 use koma_transport::stop::Why;
 use koma_transport::telemetry::{TelemetryOptions, TraceContext};
-use koma_transport::turns::{Answer, ApprovalOption, Cause, Decision, Entry, TurnNews, TurnSpec};
+use koma_transport::turns::{Answer, ApprovalOption, Entry, TurnSpec};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
     Closing, Completion, Connection, ConnectionOptions, ErrorCode, EventCounters, KomaError, Outcome, Probe,
     TraceKinds, TraceRecord,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::convert::{error_object, error_of, internal, lift_entry, raise};
 use crate::settings::{process_settings, Settings};
+use crate::updates::{ended, update_object, Delivery, TurnEnded};
 use crate::wake::{FdWaker, WakeFd};
 
 /// `PyBUF_WRITE` of CPython's `memoryobject.h` (a stable value; not in the limited API headers).
@@ -176,17 +176,17 @@ impl NativeClient {
         guarded(py, "closing", || Ok(!matches!(self.conn.close(token), Closing::Wait)))
     }
 
-    /// Everything one wake brought: `(tokens, joined, lifts, others, news,
-    /// trace, notes)`. The results of `tokens` are the items of `joined`, one JSON
-    /// array for one `json.loads`, whose long strings go back at `lifts`
-    /// (`(index, *path, text)`); `others` are `(token, value, failed)`: an
-    /// error, or `None` for a call done with nothing (`close`, a turn's
-    /// interrupt); `news` are `(key, kind, a, b, c, d)` of turns (see
-    /// `turn_news`); `trace` the trace records, `(pid, kind, direction,
-    /// line)` (see `trace_tuple`); `notes` what the notes among them do to a
-    /// traced client's span, as one JSON text (`[note, ...]`, each the core's
+    /// Everything one wake brought, as a `Delivery`: the results of `tokens`
+    /// are the items of `joined`, one JSON array for one `json.loads`, whose
+    /// long strings go back at `lifts` (`(index, *path, text)`); `others`
+    /// are `(token, value)`: an error, or `None` for a call done with
+    /// nothing (`close`, a turn's interrupt); `updates` are `(key, update)`
+    /// of turns (a `TurnId`, `TurnApproval`, `TurnReady` or `TurnEnded`);
+    /// `trace` the trace records, `(pid, kind, direction, line)` (see
+    /// `trace_tuple`); `notes` what the notes among them do to a traced
+    /// client's span, as one JSON text (`[note, ...]`, each the core's
     /// `connection::client_note`), or `None`.
-    fn deliver<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn deliver(&self, py: Python<'_>) -> PyResult<Py<Delivery>> {
         guarded(py, "delivering results", || {
             // Readiness first: a wake after this point makes it readable again.
             self.wake.reset();
@@ -215,10 +215,11 @@ impl NativeClient {
         })
     }
 
-    /// What waits in the client's own stream: `(0, batch, lifts, epoch,
-    /// counting)`, `(1, dropped)` (the overflow report), `(2, error or None)`
-    /// (the end), or `None` (nothing now; with `wait`, the next events wake
-    /// the loop).
+    /// What waits in the client's own stream: `(0, batch, lifts)` (the
+    /// batch's epoch and how it counts are in the counters' `BATCH_EPOCH`
+    /// and `BATCH_COUNTING` slots), `(1, dropped)` (the overflow report),
+    /// `(2, error or None)` (the end), or `None` (nothing now; with `wait`,
+    /// the next events wake the loop).
     fn take_events<'py>(&self, py: Python<'py>, wait: bool) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guarded(py, "taking events", || take_tuple(py, self.conn.take_events(wait)))
     }
@@ -228,7 +229,9 @@ impl NativeClient {
     /// Start turn `key` (a token): `entry` "turn" or "run", the submit's
     /// params as JSON, `mode`, the approval option as `(kind, value)` (kind
     /// "none", "text", "handler" or "other"), a timeout in seconds. What
-    /// happens to it comes through `deliver` as news for `key`.
+    /// happens to it comes through `deliver` as updates for `key`; a turn
+    /// the client refuses at once (closed, failed, made before `fork()`)
+    /// ends here: its `TurnEnded` is returned.
     #[pyo3(signature = (key, entry, params, mode, approvals, timeout, refused))]
     #[allow(clippy::too_many_arguments)]
     fn open_turn(
@@ -241,7 +244,7 @@ impl NativeClient {
         approvals: (String, String),
         timeout: Option<f64>,
         refused: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<Option<Py<TurnEnded>>> {
         guarded(py, "starting a turn", || {
             let mut refusal = refused.map(|e| error_of(&e));
             let timeout = match duration(timeout) {
@@ -270,12 +273,15 @@ impl NativeClient {
             };
             let entry = if entry == "run" { Entry::Run } else { Entry::Turn };
             let spec = TurnSpec { entry, params, mode, approvals, timeout, stopped: None, refused: refusal };
-            self.conn.open_turn(key, spec).map_err(|e| raise(py, &e))
+            match self.conn.open_turn(key, spec) {
+                Ok(()) => Ok(None),
+                Err(end) => ended(py, *end).map(Some),
+            }
         })
     }
 
     /// What turn `key`'s stream has for a loop, as `take_events` gives it
-    /// (`None`: nothing now; the turn's `ready` news says when).
+    /// (`None`: nothing now; the turn's `TurnReady` update says when).
     fn take_turn_events<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guarded(py, "taking a turn's events", || take_tuple(py, self.conn.take_turn_events(key, true)))
     }
@@ -303,19 +309,28 @@ impl NativeClient {
         guarded(py, "interrupting a turn", || Ok(self.conn.interrupt_turn(key, token)))
     }
 
-    /// What `on_approval` came to for `approval` of turn `key`: `kind` is
-    /// "decision", "other" or "failed", `value` its text.
-    fn answer_approval(&self, py: Python<'_>, key: u64, approval: &str, kind: &str, value: String) -> PyResult<()> {
+    /// What `on_approval` returned (or its awaitable gave) for `approval`
+    /// of turn `key`, and that value as Python writes it (`repr`): the core
+    /// judges whether it is a decision.
+    fn answer_approval(
+        &self,
+        py: Python<'_>,
+        key: u64,
+        approval: &str,
+        returned: Bound<'_, PyAny>,
+        shown: String,
+    ) -> PyResult<()> {
         guarded(py, "answering an approval", || {
-            let answer = match kind {
-                "decision" => match Decision::parse(&value) {
-                    Some(d) => Answer::Decision(d),
-                    None => Answer::Other(value),
-                },
-                "failed" => Answer::Failed(value),
-                _ => Answer::Other(value),
-            };
-            self.conn.answer_approval(key, approval, answer);
+            let text = returned.cast::<PyString>().ok().map(|t| t.to_string_lossy().into_owned());
+            self.conn.answer_approval(key, approval, Answer::Returned { text, shown });
+            Ok(())
+        })
+    }
+
+    /// `on_approval` raised for `approval` of turn `key`: what it raised, described.
+    fn approval_failed(&self, py: Python<'_>, key: u64, approval: &str, message: String) -> PyResult<()> {
+        guarded(py, "answering an approval", || {
+            self.conn.answer_approval(key, approval, Answer::Failed(message));
             Ok(())
         })
     }
@@ -433,17 +448,17 @@ impl NativeClient {
 }
 
 /// The Python values of one wake's completions and trace records.
-fn deliver<'py>(
-    py: Python<'py>,
+fn deliver(
+    py: Python<'_>,
     completions: Vec<Completion>,
     trace: Vec<TraceRecord>,
     notes: Option<String>,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<Py<Delivery>> {
     let mut tokens: Vec<u64> = Vec::new();
     let mut joined: Vec<u8> = Vec::new();
-    let mut lifts: Vec<Bound<'py, PyTuple>> = Vec::new();
-    let mut others: Vec<Bound<'py, PyTuple>> = Vec::new();
-    let mut news: Vec<Bound<'py, PyTuple>> = Vec::new();
+    let mut lifts: Vec<Bound<'_, PyTuple>> = Vec::new();
+    let mut others: Vec<Bound<'_, PyTuple>> = Vec::new();
+    let mut updates: Vec<Bound<'_, PyTuple>> = Vec::new();
     for c in completions {
         match c.outcome {
             Outcome::Result(raw) => {
@@ -459,23 +474,29 @@ fn deliver<'py>(
                 joined.extend_from_slice(h.to_json().as_bytes());
                 tokens.push(c.token);
             }
-            Outcome::Done => others.push((c.token, py.None(), false).into_pyobject(py)?),
-            Outcome::Error(e) => others.push((c.token, error_object(py, &e)?, true).into_pyobject(py)?),
-            Outcome::Turn(n) => news.push(turn_news(py, c.token, n)?),
+            Outcome::Done => others.push((c.token, py.None()).into_pyobject(py)?),
+            Outcome::Error(e) => others.push((c.token, error_object(py, &e)?).into_pyobject(py)?),
+            Outcome::Turn(u) => updates.push((c.token, update_object(py, u)?).into_pyobject(py)?),
         }
     }
-    let joined = if tokens.is_empty() {
-        py.None().into_bound(py)
-    } else {
+    let joined = (!tokens.is_empty()).then(|| {
         joined.push(b']');
-        PyBytes::new(py, &joined).into_any()
-    };
+        PyBytes::new(py, &joined).unbind()
+    });
     let mut records = Vec::with_capacity(trace.len());
     for r in &trace {
         records.push(trace_tuple(py, r)?);
     }
-    let lists = (PyList::new(py, lifts)?, PyList::new(py, others)?, PyList::new(py, news)?, PyList::new(py, records)?);
-    (tokens, joined, lists.0, lists.1, lists.2, lists.3, notes).into_pyobject(py)
+    let delivery = Delivery {
+        tokens,
+        joined,
+        lifts: PyList::new(py, lifts)?.unbind(),
+        others: PyList::new(py, others)?.unbind(),
+        updates: PyList::new(py, updates)?.unbind(),
+        trace: PyList::new(py, records)?.unbind(),
+        notes,
+    };
+    Py::new(py, delivery)
 }
 
 /// A trace record as `(pid or None, kind, direction or None, line)`: its
@@ -486,64 +507,17 @@ fn trace_tuple<'py>(py: Python<'py>, r: &TraceRecord) -> PyResult<Bound<'py, PyT
     (r.pid, r.kind(), r.direction().map(|d| d.name()), r.line()).into_pyobject(py)
 }
 
-/// A turn's news as `(key, kind, a, b, c, d)`: `("id", id)`, `("approval",
-/// approval, json, lifts)`, `("ready",)`, `("ended", json, lifts, error or
-/// None, cause, approval, record)` with `cause` "handler", "stop" or None,
-/// and `record` a traced turn's record (JSON text, see `koma_transport::telemetry`)
-/// or None. A JSON value is one array of one item (its lifts say `(0, *path, text)`).
-fn turn_news<'py>(py: Python<'py>, key: u64, news: TurnNews) -> PyResult<Bound<'py, PyTuple>> {
-    let none = || py.None().into_bound(py);
-    let (kind, a, b, c, d) = match news {
-        TurnNews::Id(id) => ("id", id.into_pyobject(py)?.into_any(), none(), none(), none()),
-        TurnNews::Approval { approval, data } => {
-            let (json, lifts) = one_value(py, &data)?;
-            ("approval", approval.into_pyobject(py)?.into_any(), json, lifts, none())
-        }
-        TurnNews::Ready => ("ready", none(), none(), none(), none()),
-        TurnNews::Ended { result, error, telemetry } => {
-            let (json, lifts) = one_value(py, &result)?;
-            let (error, cause) = match error {
-                None => (none(), (none(), none())),
-                Some(e) => {
-                    let cause = match e.cause {
-                        Cause::Handler(a) => ("handler".into_pyobject(py)?.into_any(), a.into_pyobject(py)?.into_any()),
-                        Cause::Stop => ("stop".into_pyobject(py)?.into_any(), none()),
-                        Cause::Client => (none(), none()),
-                    };
-                    (error_object(py, &e.error)?, cause)
-                }
-            };
-            let ended = (key, "ended", json, lifts, error, cause.0, cause.1, telemetry);
-            return ended.into_pyobject(py);
-        }
-    };
-    (key, kind, a, b, c, d).into_pyobject(py)
-}
-
-/// A JSON value as `([value] as JSON bytes, lift entries)`.
-fn one_value<'py>(py: Python<'py>, raw: &RawJson) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let mut json = Vec::with_capacity(raw.text().len() + 2);
-    json.push(b'[');
-    json.extend_from_slice(raw.text());
-    json.push(b']');
-    let mut lifts = Vec::with_capacity(raw.lifts.len());
-    for l in &raw.lifts {
-        lifts.push(lift_entry(py, 0, l)?);
-    }
-    Ok((PyBytes::new(py, &json).into_any(), PyList::new(py, lifts)?.into_any()))
-}
-
 /// A stream's take as the package reads it (see `take_events`).
 fn take_tuple(py: Python<'_>, taken: Take) -> PyResult<Option<Bound<'_, PyTuple>>> {
     Ok(Some(match taken {
-        Take::Batch { json, lifts, epoch, counting, .. } => {
+        Take::Batch { json, lifts, .. } => {
             let bytes = PyBytes::new(py, &json);
             drop(json);
             let mut entries = Vec::with_capacity(lifts.len());
             for (i, l) in &lifts {
                 entries.push(lift_entry(py, batch_data_index(*i) as usize, l)?);
             }
-            (0, bytes, PyList::new(py, entries)?, epoch, counting as u32).into_pyobject(py)?
+            (0, bytes, PyList::new(py, entries)?).into_pyobject(py)?
         }
         Take::Overflow { dropped } => (1, dropped).into_pyobject(py)?,
         Take::Empty => return Ok(None),

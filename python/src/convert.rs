@@ -9,18 +9,30 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 
-/// `koma_sdk._errors._from_native`, registered when the package is imported.
-static ERROR_FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// The package this native module belongs to (`koma_sdk`; a benchmark's copy
+/// of another build imports under another name), from the module's own
+/// name when it is made.
+static PACKAGE: PyOnceLock<String> = PyOnceLock::new();
 
-/// Register the function that turns `(code, message, remote)` into a `KomaError`.
-pub fn set_error_factory(py: Python<'_>, factory: Py<PyAny>) {
-    let _ = ERROR_FACTORY.set(py, factory);
+/// The module `m` (this one) is being made: remember its package.
+pub fn module_made(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let name = m.name()?.to_string();
+    let package = name.rsplit_once('.').map_or("koma_sdk", |(package, _)| package).to_owned();
+    let _ = PACKAGE.set(m.py(), package);
+    Ok(())
 }
+
+/// The package's `_errors._from_native`, the function that turns `(code,
+/// message, remote)` into a `KomaError`: looked up the first time an error
+/// is made (as PyO3's `import_exception!` does), so the package imports its
+/// modules in any order and registers nothing.
+static ERROR_FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The package's `KomaError` for `e`.
 pub fn error_object<'py>(py: Python<'py>, e: &KomaError) -> PyResult<Bound<'py, PyAny>> {
-    let factory = ERROR_FACTORY.get(py).ok_or_else(|| {
-        pyo3::exceptions::PyRuntimeError::new_err("koma_sdk._native used before koma_sdk was imported")
+    let factory = ERROR_FACTORY.get_or_try_init(py, || {
+        let package = PACKAGE.get(py).map_or("koma_sdk", String::as_str);
+        py.import(format!("{package}._errors"))?.getattr("_from_native").map(Bound::unbind)
     })?;
     let remote = match &e.remote {
         Some(r) => (r.code.as_str(), r.message.as_str(), r.data.as_deref()).into_pyobject(py)?.into_any(),

@@ -4,6 +4,8 @@
 //! package (`python/koma_sdk`).
 //!
 //! - `client.rs`: `NativeClient`, one connection driven from the event loop;
+//! - `updates.rs`: what a wake hands the package, one named shape each (a
+//!   turn's updates, a class per kind; the wake's `Delivery`);
 //! - `wake.rs`: the descriptor the core's waker writes to (no GIL taken);
 //! - `convert.rs`: errors, lifted strings and their paths as Python values;
 //! - `settings.rs`: the environment variables read once per process.
@@ -12,17 +14,12 @@
 mod client;
 mod convert;
 mod settings;
+mod updates;
 mod wake;
 
 use koma_transport::connection::BATCH_STRIDE;
 use koma_transport::EventCounters;
 use pyo3::prelude::*;
-
-/// Register the package's `KomaError` factory (done once, on import).
-#[pyfunction]
-fn init(py: Python<'_>, error_factory: Py<PyAny>) {
-    convert::set_error_factory(py, error_factory);
-}
 
 /// Live counts of this process (for tests): connections whose memory is
 /// still held, and call deadlines still running.
@@ -41,8 +38,14 @@ fn telemetry_table() -> &'static str {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    convert::module_made(m)?;
     m.add_class::<client::NativeClient>()?;
-    m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_class::<updates::TurnId>()?;
+    m.add_class::<updates::TurnApproval>()?;
+    m.add_class::<updates::TurnReady>()?;
+    m.add_class::<updates::TurnEnded>()?;
+    m.add_class::<updates::TurnFailure>()?;
+    m.add_class::<updates::Delivery>()?;
     m.add_function(wrap_pyfunction!(census, m)?)?;
     m.add_function(wrap_pyfunction!(telemetry_table, m)?)?;
     m.add("SLOT_EPOCH", EventCounters::EPOCH)?;

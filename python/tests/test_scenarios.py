@@ -586,7 +586,7 @@ class Runner:
             cursor = c._queue._cursor
             held = max(0, len(cursor._batch) - cursor._index) // STRIDE
             assert held == step["expect"], f"the package holds {held} events"
-            assert not c._turns, f"the package keeps {len(c._turns)} Turns"
+            assert not c._link.turns, f"the package keeps {len(c._link.turns)} Turns"
             return None
         raise AssertionError(f"unknown step {step!r}")
 

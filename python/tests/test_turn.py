@@ -160,6 +160,52 @@ async def test_a_handler_that_answers_something_else_denies_with_invalid_params(
     assert (await c.state()).status == "idle"
 
 
+async def test_the_core_hands_a_turns_updates_one_class_per_kind(sim_client: MakeClient) -> None:
+    # The boundary between the native module and the package is typed: each
+    # update is an object of its kind with named fields (no positional
+    # tuple), and what the handler returned is judged by the core.
+    from koma_sdk import _native
+
+    c = sim_client()
+    await c.create()
+    seen: list[Any] = []
+
+    def recorded(turn: Any) -> Any:
+        # What the client's wake hands this turn, seen on the way (before its first wake).
+        take = c._link.turns[turn._key]
+        c._link.turns[turn._key] = lambda update: (seen.append(update), take(update))
+        return turn
+
+    turn = recorded(c.turn("fix notes.txt", on_approval=lambda _request: "allow"))
+    items = await drain(turn)
+    result = await turn.result()
+    assert kinds(items)[-1] == "turn_finished" and result.status == "completed"
+    kinds_seen = [type(u).__name__ for u in seen]
+    assert kinds_seen[0] == "TurnId" and seen[0].id == await turn.id()
+    asked = [u for u in seen if isinstance(u, _native.TurnApproval)]
+    assert asked and all(isinstance(u.approval, str) and isinstance(u.request, bytes) for u in asked)
+    ended = seen[-1]
+    assert isinstance(ended, _native.TurnEnded) and ended.failure is None, kinds_seen
+    assert set(kinds_seen) <= {"TurnId", "TurnApproval", "TurnReady", "TurnEnded"}
+
+    bad = recorded(c.turn("fix notes.txt", on_approval=lambda _request: "Allow"))  # type: ignore[arg-type,return-value]
+    e = await raises(bad.result())
+    assert e.code == "invalid_params" and "returned 'Allow'" in str(e), str(e)
+    failure = seen[-1].failure
+    assert isinstance(failure, _native.TurnFailure) and failure.cause == "handler" and not failure.fails_id
+
+
+async def test_a_turn_the_client_refuses_at_once_fails_its_id_and_result(sim_client: MakeClient) -> None:
+    c = sim_client()
+    await c.create()
+    await c.close()
+    turn = c.turn("hello")
+    e = await raises(turn.id())
+    assert e.code == "closed", e
+    assert await raises(turn.result()) is e
+    assert e.result is not None and e.result.turn is None and e.result.status == "unknown"
+
+
 async def test_turn_without_a_handler_yields_approval_requested_to_the_application(sim_client: MakeClient) -> None:
     c = sim_client()
     await c.create()
@@ -364,7 +410,7 @@ async def test_ten_thousand_runs_nobody_reads_hold_nothing(sim_client: MakeClien
     for i in range(10_000):
         r = await c.run("hello", on_approval="deny")
         assert r.status == "completed", (i, r)
-    assert c._turns == {}, "no Turn is kept once its result came"
+    assert c._link.turns == {}, "no Turn is kept once its result came"
     assert c._queue._cursor._batch == [], "Python holds no event of the client's stream"
     frames, _ = c._native.buffered()
     assert frames <= 256, f"the core holds {frames} events: over the bound"

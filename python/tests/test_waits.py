@@ -95,7 +95,7 @@ async def test_a_cancelled_run_against_a_hung_koma_is_over_within_the_grace(fake
     assert scope.cancelled_caught
     # The core settles the stopped turn within its grace: the package keeps nothing of it.
     started = time.monotonic()
-    await until(lambda: not c._turns, "the cancelled run's turn to be over", seconds=GRACE + SLACK)
+    await until(lambda: not c._link.turns, "the cancelled run's turn to be over", seconds=GRACE + SLACK)
     assert time.monotonic() - started < GRACE + SLACK
 
 

@@ -47,8 +47,8 @@ fn main() {
         };
         turns.open(key, spec);
         // The submit is written, and answered: the turn is `bench`.
-        for send in turns.take_effects().sends {
-            turns.sent(2, send.key, send.what);
+        for request in turns.take_effects().requests {
+            turns.sent(2, request.key, request.kind);
         }
         turns.answered(&mut buffer, 2, Ok(b"{\"turn\":\"bench\"}"));
     }

@@ -11,23 +11,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::completion::Completion;
+use super::completion::Waker;
 use super::counters::EventCounters;
 use super::link::Link;
+use super::link::Stop;
 use super::options::{ConnectionOptions, TraceKinds};
 use super::phase::{closed_error, Phase};
-use super::signals::Stop;
 use super::state::{Scope, Shared};
 use super::supervise;
 use super::timers::{expire_after, expire_turn_after, stop_turn};
 use super::trace_record::{TraceRecord, Traced};
-use super::waker::Waker;
 use crate::error::KomaError;
 use crate::events::{End, Take};
 use crate::hello::Hello;
 use crate::lifecycle::Lifecycle;
 use crate::stop::Why;
 use crate::telemetry::TraceContext;
-use crate::turns::{Answer, TurnSpec};
+use crate::turns::{Answer, TurnEnd, TurnSpec, Turns};
 
 /// One client's connection. Cheap to clone.
 #[derive(Clone)]
@@ -391,22 +391,24 @@ impl Connection {
 
     /// Start a turn as call `key` (a token): its submit is written (or it
     /// ends at once: its options are refused, or it was stopped already).
-    /// Everything about it comes as completions for `key` (`TurnNews`),
+    /// Everything about it comes as completions for `key` (`TurnUpdate`),
     /// the last being `Ended`. Refused here, as every call is, when the
     /// client takes no more calls (closed, failed, detached: the first of
-    /// the local checks), and after a fork: the host fails the turn at once,
+    /// the local checks), and after a fork: the error is the turn's end
+    /// (see [`Turns::refused_end`]), which the host hands its turn at once,
     /// without waiting for a wake that may never come.
-    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), KomaError> {
+    pub fn open_turn(&self, key: u64, spec: TurnSpec) -> Result<(), Box<TurnEnd>> {
+        let traced = self.link.options.telemetry.is_some();
         if let Some(e) = self.link.foreign() {
-            return Err(e);
+            return Err(Box::new(Turns::refused_end(e, traced)));
         }
         let mut s = self.link.lock();
         if let Some(e) = s.phase.refusal() {
-            return Err(e);
+            return Err(Box::new(Turns::refused_end(e, traced)));
         }
         let timeout = spec.timeout;
         s.turns.open(key, spec);
-        if s.turns.has_sends() && s.phase.awaits_hello() {
+        if s.turns.has_requests() && s.phase.awaits_hello() {
             self.start(&mut s);
         }
         if let Some(d) = timeout {
@@ -418,7 +420,7 @@ impl Connection {
 
     /// What turn `key`'s stream has for its loop (see [`EventCounters`]
     /// for counting the events of a batch). `wait`: if nothing, a
-    /// `TurnNews::Ready` comes when something does. A turn that is over, or
+    /// `TurnUpdate::Ready` comes when something does. A turn that is over, or
     /// unknown, gives `Ended` once its stream is empty: the loop then ends
     /// as the turn's result does.
     pub fn take_turn_events(&self, key: u64, wait: bool) -> Take {

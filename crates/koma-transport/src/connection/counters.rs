@@ -13,18 +13,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The counts wrap at 2^32; the core only ever subtracts one reading of a
 /// count from a later one, so a wrap is harmless.
 ///
-/// How a host takes events: `Connection::take_events` (or
-/// `take_turn_events`) lends it a batch and writes the batch's epoch into
-/// `BATCH_EPOCH` and how its events count into `BATCH_COUNTING` (see
-/// [`crate::events::Counting`]). The host then hands the batch's events to
-/// the application one by one. For an event of a counted batch it first
-/// checks that `EPOCH` still equals the batch's epoch: if so, it adds 1 to
-/// `TAKEN` and the event's frame size (the fourth entry of the event in its
-/// batch: see `BATCH_STRIDE`) to `TAKEN_BYTES`, and the event stops counting
-/// against the bound; if not, an overflow came since, and the event is
-/// dropped (`Revocable`) or handed over uncounted (`Kept`). A loop that
-/// leaves a counted batch before its end counts the rest as taken (they stay
-/// with it, uncounted).
+/// How a host takes events and counts them here (`Connection::take_events`
+/// or `take_turn_events` lends a batch and writes `BATCH_EPOCH` and
+/// `BATCH_COUNTING`; see [`crate::events::Counting`]) is specified once in
+/// the docs ("The shared counters"), with the cases every host passes in
+/// testdata/counting.json.
 #[repr(C)]
 #[derive(Default)]
 pub struct EventCounters {

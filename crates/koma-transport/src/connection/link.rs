@@ -6,24 +6,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::runtime::Handle;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use super::census::Alive;
-use super::completion::{Completion, Outcome};
+use super::completion::{Completion, Outcome, Waker};
 use super::counters::EventCounters;
 use super::options::ConnectionOptions;
 use super::phase::Phase;
-use super::request_line::request_line;
-use super::signals::{Signals, Stop};
 use super::state::{Queued, Scope, Shared};
+use super::stdin::request_line;
 use super::trace::Trace;
 use super::trace_record::{Direction, Traced};
-use super::waker::Waker;
-use crate::child::{LaunchError, Spawner};
+use crate::child::{ExitInfo, LaunchError, Spawner};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::End;
 use crate::runtime::{self, Lease};
-use crate::turns::TurnNews;
+use crate::turns::TurnUpdate;
 
 pub(super) struct Link {
     shared: Mutex<Shared>,
@@ -149,31 +147,31 @@ impl Link {
     }
 
     /// Carry out what the turn layer decided: write its requests (a local
-    /// refusal goes back to it as the answer), and hand its news and the
+    /// refusal goes back to it as the answer), and hand its updates and the
     /// calls it finished to the host.
     pub fn run_turns(&self, s: &mut Shared) {
         loop {
-            let fx = s.turns.take_effects();
-            if fx.is_empty() {
+            let effects = s.turns.take_effects();
+            if effects.is_empty() {
                 return;
             }
-            for send in fx.sends {
+            for request in effects.requests {
                 let token = self.new_token();
-                s.turns.sent(token, send.key, send.what);
-                if let Err(e) = self.send(s, token, send.method, send.params.as_deref()) {
+                s.turns.sent(token, request.key, request.kind);
+                if let Err(e) = self.send(s, token, request.method, request.params.as_deref()) {
                     s.turns.answered(&mut s.stream.events, token, Err(e));
                 }
             }
-            for (key, news) in fx.news {
-                if matches!(news, TurnNews::Ended { .. }) {
+            for (key, update) in effects.updates {
+                if matches!(update, TurnUpdate::Ended(_)) {
                     s.calls.timers.remove(&key); // the turn's deadline, cancelled as it drops
                 }
-                s.outbox.completions.push(Completion { token: key, outcome: Outcome::Turn(news) });
+                s.outbox.completions.push(Completion { token: key, outcome: Outcome::Turn(update) });
             }
-            for token in fx.done {
+            for token in effects.done {
                 s.outbox.completions.push(Completion { token, outcome: Outcome::Done });
             }
-            for token in fx.abandon {
+            for token in effects.abandon {
                 s.forget(token);
             }
         }
@@ -310,5 +308,52 @@ impl Drop for Link {
             std::mem::forget(std::mem::replace(shared, Shared::new(self.options.wording, None)));
             std::mem::forget(std::mem::replace(&mut self.signals, Signals::new()));
         }
+    }
+}
+
+/// Why the supervisor stops the child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// A detach is on its way: give it the detach grace first.
+    AfterDetach,
+    /// Stdin's end, then SIGTERM, then SIGKILL, each after a grace.
+    Now,
+    /// SIGKILL at once (the client object is gone).
+    Kill,
+}
+
+pub(super) struct Signals {
+    /// The child has exited (and is reaped): how.
+    pub exit: watch::Sender<Option<ExitInfo>>,
+    /// The reading of stdout has ended.
+    pub stdout_end: watch::Sender<bool>,
+    /// The stderr drain has ended.
+    pub stderr_end: watch::Sender<bool>,
+    /// Stop the child (the strongest request wins).
+    pub stop: watch::Sender<Option<Stop>>,
+}
+
+impl Signals {
+    pub fn new() -> Self {
+        Signals {
+            exit: watch::channel(None).0,
+            stdout_end: watch::channel(false).0,
+            stderr_end: watch::channel(false).0,
+            stop: watch::channel(None).0,
+        }
+    }
+
+    /// Ask the supervisor to stop the child; a stronger request replaces a weaker one.
+    pub fn request_stop(&self, stop: Stop) {
+        self.stop.send_if_modified(|current| {
+            let stronger = matches!(
+                (*current, stop),
+                (None, _) | (Some(Stop::AfterDetach), Stop::Now | Stop::Kill) | (Some(Stop::Now), Stop::Kill)
+            );
+            if stronger {
+                *current = Some(stop);
+            }
+            stronger
+        });
     }
 }

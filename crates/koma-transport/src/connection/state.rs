@@ -3,11 +3,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use tokio::task::AbortHandle;
+
+use super::census::Alive;
 use super::completion::{Completion, Outcome};
-use super::deadline::Deadline;
 use super::phase::{closed_error, Phase};
 use super::stdin::Stdin;
-use super::trace_queue::TraceQueue;
+use super::trace::TraceQueue;
 use crate::child::Process;
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{End, EventBuffer};
@@ -218,6 +220,32 @@ impl Shared {
                 ))
             });
             self.complete(t, answer);
+        }
+    }
+}
+
+/// Cancelled when dropped, unless it fired. Counted (see
+/// [`super::census::census`]) from registration until it fires or is cancelled.
+pub(super) struct Deadline {
+    task: Option<AbortHandle>,
+    _alive: Alive,
+}
+
+impl Deadline {
+    pub fn new(task: AbortHandle) -> Self {
+        Deadline { task: Some(task), _alive: Alive::timer() }
+    }
+
+    /// Its task is the one running: nothing to cancel.
+    pub fn fired(mut self) {
+        self.task = None;
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
         }
     }
 }

@@ -17,9 +17,9 @@ use tokio::task::JoinHandle;
 
 use super::drain::drain_stderr;
 use super::link::Link;
+use super::link::Stop;
 use super::phase::Phase;
 use super::reader::{read_stdout, ReadEnd};
-use super::signals::Stop;
 use super::stdin::WriterMsg;
 use super::trace_record::Traced;
 use super::writer::{write_stdin, WriteEnd};

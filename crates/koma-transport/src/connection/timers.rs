@@ -9,9 +9,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::completion::Outcome;
-use super::deadline::Deadline;
 use super::link::Link;
-use super::state::Shared;
+use super::state::{Deadline, Shared};
 use crate::stop::{deadline_error, Stopped, Why, TURN_STOP_GRACE};
 
 /// Give the call `token` a deadline (with the lock held, so that it is

@@ -15,21 +15,21 @@ pub(super) enum Waits {
     Application,
 }
 
-/// How an approval request was answered.
+/// Who answered an approval request, or why it was denied with nobody to answer it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum How {
+pub enum AnsweredBy {
     /// By the turn's fixed decision (`"allow"` or `"deny"`).
     Policy,
     /// By the host's function.
     Handler,
     /// Denied because the host's function failed or gave no decision.
-    Refused,
+    HandlerFailed,
     /// By the application's `approve`.
     Application,
     /// Denied: nobody read the turn, so nobody could answer.
-    Unread,
+    NoReader,
     /// Denied: an overflow lost the request before anyone saw it.
-    Lost,
+    Overflow,
 }
 
 pub(super) struct Pending {
@@ -44,7 +44,7 @@ pub(super) struct Pending {
 #[derive(Default)]
 pub(super) struct Approvals {
     pending: Vec<Pending>,
-    answered: Vec<(String, Decision, How)>,
+    answered: Vec<(String, Decision, AnsweredBy)>,
 }
 
 impl Approvals {
@@ -83,12 +83,12 @@ impl Approvals {
         }
     }
 
-    pub fn answered(&mut self, approval: String, decision: Decision, how: How) {
-        self.answered.push((approval, decision, how));
+    pub fn answered(&mut self, approval: String, decision: Decision, by: AnsweredBy) {
+        self.answered.push((approval, decision, by));
     }
 
     /// How each answered request was answered, in order.
-    pub fn history(&self) -> &[(String, Decision, How)] {
+    pub fn history(&self) -> &[(String, Decision, AnsweredBy)] {
         &self.answered
     }
 }

@@ -1,11 +1,11 @@
 //! What the turn layer asks of the connection after each step: requests to
-//! write, news for the host, and host calls that are done.
+//! write, updates for the host, and host calls that are done.
 
-use super::news::TurnNews;
+use super::update::TurnUpdate;
 
 /// Which request of a turn's a token stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum What {
+pub enum RequestKind {
     /// `submit` or `interrupt_and_submit`: its answer names the turn.
     Submit,
     Interrupt,
@@ -14,9 +14,9 @@ pub enum What {
 
 /// A request the turn layer writes for turn `key`.
 #[derive(Debug)]
-pub struct Send {
+pub struct TurnRequest {
     pub key: u64,
-    pub what: What,
+    pub kind: RequestKind,
     pub method: &'static str,
     /// The params as JSON text.
     pub params: Option<String>,
@@ -24,9 +24,9 @@ pub struct Send {
 
 #[derive(Debug, Default)]
 pub struct Effects {
-    pub sends: Vec<Send>,
-    /// News for the host, by turn key.
-    pub news: Vec<(u64, TurnNews)>,
+    pub requests: Vec<TurnRequest>,
+    /// Updates for the host, by turn key.
+    pub updates: Vec<(u64, TurnUpdate)>,
     /// Host calls (a turn's interrupt) that are done, by their token.
     pub done: Vec<u64>,
     /// The turns' requests to forget, by their token (a turn given up):
@@ -36,6 +36,6 @@ pub struct Effects {
 
 impl Effects {
     pub fn is_empty(&self) -> bool {
-        self.sends.is_empty() && self.news.is_empty() && self.done.is_empty() && self.abandon.is_empty()
+        self.requests.is_empty() && self.updates.is_empty() && self.done.is_empty() && self.abandon.is_empty()
     }
 }

@@ -18,10 +18,9 @@
 //! The rules, as a user meets them, are in `docs/semantics.md` ("Turns").
 
 mod approvals;
-mod data;
 mod effects;
 mod event;
-mod news;
+mod fields;
 mod result;
 mod router;
 mod spec;
@@ -33,17 +32,11 @@ mod tests;
 mod text;
 mod turn;
 mod unrouted;
+mod update;
 
-pub use approvals::How;
-pub use effects::{Effects, Send, What};
+pub use approvals::AnsweredBy;
+pub use effects::{Effects, RequestKind, TurnRequest};
 pub use event::Event;
-pub use news::{Cause, TurnError, TurnNews};
 pub use router::Turns;
 pub use spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
-
-/// The result of a turn that never started (nothing was collected, there is
-/// no id): what a host hands over with a failure it met before the core
-/// could hold the turn.
-pub fn unstarted_result() -> crate::raw_json::RawJson {
-    result::Collected::default().build(None)
-}
+pub use update::{ApprovalAsked, Cause, TurnEnd, TurnError, TurnUpdate};

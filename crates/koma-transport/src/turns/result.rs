@@ -95,7 +95,7 @@ impl Collected {
     }
 
     /// The result's JSON: `{turn, status, output, toolCalls, events,
-    /// overflowed}` (see `TurnNews::Ended`), the output and the long strings
+    /// overflowed}` (see `TurnUpdate::Ended`), the output and the long strings
     /// of the tool calls lifted out.
     pub fn build(self, id: Option<&str>) -> RawJson {
         let status = self.status().to_owned();

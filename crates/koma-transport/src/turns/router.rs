@@ -21,15 +21,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::approvals::How;
-use super::data;
-use super::effects::{Effects, Send, What};
+use super::approvals::AnsweredBy;
+use super::effects::{Effects, RequestKind, TurnRequest};
 use super::event::Event;
-use super::news::TurnNews;
+use super::fields;
+use super::result::Collected;
 use super::spec::{Answer, Decision, TurnSpec};
-use super::telemetry::Tracing;
+use super::telemetry::{untimed_record, Tracing};
 use super::turn::{Reader, Turn};
 use super::unrouted::{Held, Note, Unrouted};
+use super::update::{Cause, TurnEnd, TurnError, TurnUpdate};
 use crate::error::KomaError;
 use crate::events::{End, EventBuffer, Stream, Take};
 use crate::lift::LiftedString;
@@ -49,8 +50,8 @@ pub struct Turns {
     unrouted: Unrouted,
     over: HashMap<u64, Over>,
     /// The turns' requests in flight: token -> (turn key, which request).
-    requests: HashMap<u64, (u64, What)>,
-    fx: Effects,
+    requests: HashMap<u64, (u64, RequestKind)>,
+    effects: Effects,
     /// Some approval waits for the host's thread (see [`Turns::decide_unread`]).
     undecided: bool,
     wording: Wording,
@@ -83,14 +84,14 @@ impl Turns {
         self.open.is_empty() && self.unrouted.is_empty()
     }
 
-    /// What the connection is to do now (requests, news, done calls).
+    /// What the connection is to do now (requests, updates, done calls).
     pub fn take_effects(&mut self) -> Effects {
-        std::mem::take(&mut self.fx)
+        std::mem::take(&mut self.effects)
     }
 
     /// Requests wait to be written.
-    pub fn has_sends(&self) -> bool {
-        !self.fx.sends.is_empty()
+    pub fn has_requests(&self) -> bool {
+        !self.effects.requests.is_empty()
     }
 
     /// An approval waits for the host's thread to decide it.
@@ -143,17 +144,17 @@ impl Turns {
         if matches!(e.name, "state" | "diagnostic") {
             match self.running() {
                 Some(i) => {
-                    let asked = self.open[i].accept(&e, None, &mut self.fx);
+                    let asked = self.open[i].accept(&e, None, &mut self.effects);
                     self.place(i, buffer, e, asked);
                 }
                 None => self.give_main(buffer, e),
             }
             return;
         }
-        let f = data::fields(e.data_json());
+        let f = fields::read(e.data_json());
         match f.turn.as_deref().and_then(|id| self.owner(id)) {
             Some(i) => {
-                let asked = self.open[i].accept(&e, Some(&f), &mut self.fx);
+                let asked = self.open[i].accept(&e, Some(&f), &mut self.effects);
                 drop(f);
                 self.place(i, buffer, e, asked);
             }
@@ -167,7 +168,7 @@ impl Turns {
     /// A note of an event an overflow dropped before its consumer was known.
     fn route_note(&mut self, n: Note) {
         if let Some(i) = n.turn.as_deref().and_then(|id| self.owner(id)) {
-            self.open[i].accept_note(n, &mut self.fx);
+            self.open[i].accept_note(n, &mut self.effects);
         } // else the client's own stream counted it as dropped
     }
 
@@ -205,7 +206,7 @@ impl Turns {
                 batch = Some(e.push_to(s));
                 if s.wanted {
                     s.wanted = false;
-                    self.fx.news.push((t.key, TurnNews::Ready));
+                    self.effects.updates.push((t.key, TurnUpdate::Ready));
                 }
             }
         } else if !accepts {
@@ -220,7 +221,7 @@ impl Turns {
                     t.placed(&approval, b);
                     self.undecided = true;
                 }
-                None => t.lost(&approval, &mut self.fx),
+                None => t.lost(&approval, &mut self.effects),
             }
         }
     }
@@ -236,7 +237,7 @@ impl Turns {
         let dropped = buffer.bound.overflow();
         buffer.main.overflow(dropped);
         for t in &mut self.open {
-            t.overflow(dropped, &mut self.fx);
+            t.overflow(dropped, &mut self.effects);
         }
         for over in self.over.values_mut() {
             over.stream.overflow(dropped);
@@ -283,7 +284,7 @@ impl Turns {
             }
             if stream.wanted {
                 stream.wanted = false;
-                self.fx.news.push((t.key, TurnNews::Ready));
+                self.effects.updates.push((t.key, TurnUpdate::Ready));
             }
             if !stream.is_empty() {
                 self.over.insert(t.key, Over { stream, reading });
@@ -298,20 +299,46 @@ impl Turns {
     pub fn open(&mut self, key: u64, spec: TurnSpec) {
         let checked = match spec.check(&self.wording) {
             Ok(c) => c,
-            Err(e) => return Turn::refused(key, Some(e), None, &mut self.fx),
+            Err(e) => return self.refuse(key, Some(e), None),
         };
         if let Some(stop) = checked.stopped.clone() {
-            return Turn::refused(key, None, Some(stop), &mut self.fx);
+            return self.refuse(key, None, Some(stop));
         }
-        let send = Send { key, what: What::Submit, method: checked.method, params: checked.params.clone() };
-        self.fx.sends.push(send);
+        let send =
+            TurnRequest { key, kind: RequestKind::Submit, method: checked.method, params: checked.params.clone() };
+        self.effects.requests.push(send);
         let mut turn = Turn::new(key, &checked);
         turn.timeline = self.tracing.as_ref().map(|t| t.timeline(&checked)); // telemetry
         self.open.push(turn);
     }
 
+    /// The end of a turn the core could not hold (the client was closed or
+    /// had failed, or was made before `fork()`): nothing was collected,
+    /// there is no id, and the result and the id fail with `error`.
+    /// `traced`: the client is traced, and the end carries the record of a
+    /// turn without a timeline.
+    pub fn refused_end(error: KomaError, traced: bool) -> TurnEnd {
+        let error = TurnError { error, cause: Cause::Client, fails_id: true };
+        TurnEnd {
+            result: Collected::default().build(None),
+            telemetry: traced.then(|| untimed_record(Some(&error))),
+            error: Some(error),
+        }
+    }
+
+    /// Turn `key` ends as it starts (see [`Turn::refused`]); a traced
+    /// client's gets the record of a turn without a timeline.
+    fn refuse(&mut self, key: u64, failure: Option<KomaError>, stop: Option<KomaError>) {
+        Turn::refused(key, failure, stop, &mut self.effects);
+        if self.tracing.is_some() {
+            if let Some((_, TurnUpdate::Ended(end))) = self.effects.updates.last_mut() {
+                end.telemetry = Some(untimed_record(end.error.as_ref()));
+            }
+        }
+    }
+
     /// A request of turn `key` was given `token`.
-    pub fn sent(&mut self, token: u64, key: u64, what: What) {
+    pub fn sent(&mut self, token: u64, key: u64, what: RequestKind) {
         self.requests.insert(token, (key, what));
     }
 
@@ -321,12 +348,12 @@ impl Turns {
         let Some((key, what)) = self.requests.remove(&token) else { return };
         if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
             match what {
-                What::Submit => t.submitted(outcome, &mut self.fx),
-                What::Interrupt => t.interrupted(&mut self.fx),
-                What::Approve => {} // denied or late: the turn goes on either way
+                RequestKind::Submit => t.submitted(outcome, &mut self.effects),
+                RequestKind::Interrupt => t.interrupted(&mut self.effects),
+                RequestKind::Approve => {} // denied or late: the turn goes on either way
             }
         }
-        if what == What::Submit {
+        if what == RequestKind::Submit {
             self.flush_unrouted(buffer);
         }
         self.sweep(buffer);
@@ -338,7 +365,7 @@ impl Turns {
     }
 
     /// What turn `key`'s stream has for its loop. `wait`: if nothing, tell
-    /// the host when something comes (`TurnNews::Ready`).
+    /// the host when something comes (`TurnUpdate::Ready`).
     pub fn take(&mut self, key: u64, epoch: u32, wait: bool) -> Take {
         if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
             let Some(s) = t.stream.as_mut() else { return Take::Ended(End::Finished) };
@@ -359,7 +386,7 @@ impl Turns {
     /// A loop starts reading turn `key`, or leaves it early.
     pub fn read(&mut self, buffer: &mut EventBuffer, key: u64, reading: bool) {
         if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
-            t.read(reading, &mut buffer.bound, &mut self.fx);
+            t.read(reading, &mut buffer.bound, &mut self.effects);
         } else if let Some(over) = self.over.get_mut(&key) {
             over.reading = reading;
             if !reading && over.stream.is_counted() {
@@ -375,14 +402,14 @@ impl Turns {
     pub fn stop(&mut self, key: u64, stop: &Why) -> bool {
         let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return false };
         let error = stop.error(t.what, Stopped::Turn);
-        t.stop(error, &mut self.fx)
+        t.stop(error, &mut self.effects)
     }
 
     /// Turn `key`'s deadline (`after`) passed: stopped with `timeout`, as [`Turns::stop`].
     pub fn expire(&mut self, key: u64, after: Duration) -> bool {
         let wording = self.wording;
         let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return false };
-        t.stop(deadline_error(t.what, Stopped::Turn, after, &wording), &mut self.fx)
+        t.stop(deadline_error(t.what, Stopped::Turn, after, &wording), &mut self.effects)
     }
 
     /// Turn `key`'s stop grace passed: if it is not over, it settles now
@@ -392,11 +419,11 @@ impl Turns {
     pub fn give_up(&mut self, buffer: &mut EventBuffer, key: u64) {
         let given_up = given_up(&self.wording);
         let Some(t) = self.open.iter_mut().find(|t| t.key == key) else { return };
-        t.give_up(&given_up, &mut self.fx);
+        t.give_up(&given_up, &mut self.effects);
         let mine: Vec<u64> = self.requests.iter().filter(|(_, (k, _))| *k == key).map(|(token, _)| *token).collect();
         for token in mine {
             self.requests.remove(&token);
-            self.fx.abandon.push(token);
+            self.effects.abandon.push(token);
         }
         self.flush_unrouted(buffer);
         self.sweep(buffer);
@@ -405,7 +432,7 @@ impl Turns {
     /// The host's interrupt of turn `key` as call `token`: true when done now.
     pub fn interrupt(&mut self, key: u64, token: u64) -> bool {
         match self.open.iter_mut().find(|t| t.key == key) {
-            Some(t) => t.interrupt_for(token, &mut self.fx),
+            Some(t) => t.interrupt_for(token, &mut self.effects),
             None => true,
         }
     }
@@ -414,7 +441,7 @@ impl Turns {
     pub fn answer(&mut self, key: u64, approval: &str, answer: Answer) {
         let wording = self.wording;
         if let Some(t) = self.open.iter_mut().find(|t| t.key == key) {
-            t.answer(approval, answer, &wording, &mut self.fx);
+            t.answer(approval, answer, &wording, &mut self.effects);
         }
     }
 
@@ -457,7 +484,7 @@ impl Turns {
             return;
         }
         for t in &mut self.open {
-            t.decide_unread(&mut self.fx);
+            t.decide_unread(&mut self.effects);
         }
     }
 
@@ -471,13 +498,13 @@ impl Turns {
         }
         self.flush_unrouted(buffer);
         for t in &mut self.open {
-            t.fail(error.clone(), &mut self.fx);
+            t.fail(error.clone(), &mut self.effects);
         }
         self.sweep(buffer);
     }
 
     /// How each answered approval of open turn `key` was answered (for tests).
-    pub fn approval_history(&self, key: u64) -> Vec<(String, Decision, How)> {
+    pub fn approval_history(&self, key: u64) -> Vec<(String, Decision, AnsweredBy)> {
         self.open.iter().find(|t| t.key == key).map(|t| t.approval_history().to_vec()).unwrap_or_default()
     }
 }

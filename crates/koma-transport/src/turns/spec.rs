@@ -94,15 +94,23 @@ impl Decision {
     }
 }
 
-/// What the host's approval function came to.
+/// What the host's approval function came to, as the host saw it: the core
+/// judges whether that is a decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// `"allow"` or `"deny"`.
-    Decision(Decision),
-    /// Something else, described as the host's users would write it (`"yes"`, `undefined`, `None`).
-    Other(String),
+    /// What it returned (or what its promise or awaitable resolved to):
+    /// `text`, the string itself if it is one, and `shown`, the value as
+    /// the host's users would write it (`"yes"`, `undefined`, `None`).
+    Returned { text: Option<String>, shown: String },
     /// It failed (threw, rejected, raised); what it failed with, described.
     Failed(String),
+}
+
+impl Answer {
+    /// A returned string (for a host, or a test, whose value is one).
+    pub fn text(text: &str, shown: impl Into<String>) -> Answer {
+        Answer::Returned { text: Some(text.to_owned()), shown: shown.into() }
+    }
 }
 
 /// A spec that passed the check.

@@ -3,9 +3,9 @@
 //!
 //! The timeline holds when each tool call started (`tool_call`) and ended
 //! (`tool_result`), when each approval was asked and answered, with the
-//! decision and who answered (the approval bookkeeping's `How`), and how
+//! decision and who answered (the approval bookkeeping's `AnsweredBy`), and how
 //! many `output` events came: a count, nothing else per output. The record
-//! (`TurnNews::Ended`'s `telemetry`, JSON text) is the turn span's
+//! (`TurnUpdate::Ended`'s `telemetry`, JSON text) is the turn span's
 //! attributes, status and end, its child spans (`execute_tool {tool}` per
 //! tool call, `approval {tool}` per approval request under the tool call it
 //! is for), and its metric points. A host makes the turn span when the turn
@@ -21,12 +21,12 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::approvals::How;
-use super::data::Fields;
+use super::approvals::AnsweredBy;
 use super::event::Event;
-use super::news::TurnError;
+use super::fields::Fields;
 use super::result::{self, Collected};
 use super::spec::{Checked, Decision};
+use super::update::TurnError;
 use crate::lift::{Chars, Step};
 use crate::telemetry::names as n;
 use crate::telemetry::TelemetryOptions;
@@ -74,7 +74,7 @@ struct Asked {
     /// The tool call it is for, by index in the turn's calls.
     call: Option<usize>,
     start: u64,
-    answer: Option<(u64, Decision, How)>,
+    answer: Option<(u64, Decision, AnsweredBy)>,
 }
 
 pub(super) struct Timeline {
@@ -152,7 +152,7 @@ impl Timeline {
     }
 
     /// `approval` was answered (one an overflow lost is asked and answered now).
-    pub fn answered(&mut self, approval: &str, decision: Decision, how: How) {
+    pub fn answered(&mut self, approval: &str, decision: Decision, how: AnsweredBy) {
         let now = self.now();
         let asked = match self.approvals.iter().position(|a| a.approval == approval && a.answer.is_none()) {
             Some(i) => &mut self.approvals[i],
@@ -270,7 +270,7 @@ impl Timeline {
                 let by = answered_by(how);
                 a.insert(n::APPROVAL_DECISION.into(), json!(decision.as_str()));
                 a.insert(n::APPROVAL_BY.into(), json!(by));
-                if how == How::Refused {
+                if how == AnsweredBy::HandlerFailed {
                     // The approval function failed: the turn fails with this code.
                     error = json!("invalid_params");
                 }
@@ -302,15 +302,27 @@ impl Timeline {
 }
 
 /// Who answered, as the record names it.
-fn answered_by(how: How) -> &'static str {
+/// The record of a traced client's turn that ended before the core held it
+/// (its options refused, stopped before anything was written, or the
+/// client refused it): no timeline, only why it failed (the first line of
+/// the message: a client's failure carries koma's stderr after it).
+pub(super) fn untimed_record(error: Option<&TurnError>) -> String {
+    let (code, message) = match error {
+        Some(e) => (Some(e.error.code.as_str()), e.error.message.split('\n').next()),
+        None => (None, None),
+    };
+    json!({"error": code, "message": message}).to_string()
+}
+
+fn answered_by(how: AnsweredBy) -> &'static str {
     match how {
-        How::Policy => "policy",
-        How::Handler => "handler",
+        AnsweredBy::Policy => "policy",
+        AnsweredBy::Handler => "handler",
         // Denied for it: the span says `error.type`.
-        How::Refused => "handler",
-        How::Application => "approve",
-        How::Unread => "unread",
-        How::Lost => "lost",
+        AnsweredBy::HandlerFailed => "handler",
+        AnsweredBy::Application => "approve",
+        AnsweredBy::NoReader => "unread",
+        AnsweredBy::Overflow => "lost",
     }
 }
 

@@ -3,53 +3,54 @@
 
 use serde_json::Value;
 
-use super::effects::What;
+use super::effects::RequestKind;
 use super::event::Event;
-use super::news::TurnNews;
 use super::router::Turns;
-use super::spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
+use super::spec::{Answer, ApprovalOption, Entry, TurnSpec};
+use super::update::TurnUpdate;
 use crate::events::EventBuffer;
 use crate::telemetry::TelemetryOptions;
 
 /// A traced turn `1` of `Entry::Run` with a handler, driven through the router.
-struct H {
+struct Harness {
     turns: Turns,
     buf: EventBuffer,
     seq: u64,
     token: u64,
-    sent: Vec<(u64, What)>,
-    news: Vec<TurnNews>,
+    sent: Vec<(u64, RequestKind)>,
+    updates: Vec<TurnUpdate>,
 }
 
-impl H {
-    fn new(content: bool, approvals: ApprovalOption) -> H {
-        H::with(Some(TelemetryOptions { content }), approvals)
+impl Harness {
+    fn new(content: bool, approvals: ApprovalOption) -> Harness {
+        Harness::with(Some(TelemetryOptions { content }), approvals)
     }
 
-    fn with(telemetry: Option<TelemetryOptions>, approvals: ApprovalOption) -> H {
+    fn with(telemetry: Option<TelemetryOptions>, approvals: ApprovalOption) -> Harness {
         let mut turns = Turns::default().traced(telemetry);
         turns.answered_session("create", br#"{"session":"s-1","state":{}}"#);
-        let mut h = H { turns, buf: EventBuffer::default(), seq: 0, token: 0, sent: Vec::new(), news: Vec::new() };
+        let mut h =
+            Harness { turns, buf: EventBuffer::default(), seq: 0, token: 0, sent: Vec::new(), updates: Vec::new() };
         let params = Some(r#"{"text":"deploy"}"#.into());
         let spec =
             TurnSpec { entry: Entry::Run, params, mode: None, approvals, timeout: None, stopped: None, refused: None };
         h.turns.open(1, spec);
         h.flush();
-        h.answer(What::Submit, r#"{"turn":"t-1"}"#);
+        h.answer(RequestKind::Submit, r#"{"turn":"t-1"}"#);
         h
     }
 
     fn flush(&mut self) {
-        let fx = self.turns.take_effects();
-        for s in fx.sends {
+        let effects = self.turns.take_effects();
+        for s in effects.requests {
             self.token += 1;
-            self.turns.sent(self.token, s.key, s.what);
-            self.sent.push((self.token, s.what));
+            self.turns.sent(self.token, s.key, s.kind);
+            self.sent.push((self.token, s.kind));
         }
-        self.news.extend(fx.news.into_iter().map(|(_, n)| n));
+        self.updates.extend(effects.updates.into_iter().map(|(_, n)| n));
     }
 
-    fn answer(&mut self, what: What, json: &str) {
+    fn answer(&mut self, what: RequestKind, json: &str) {
         let t = self.sent.iter().rev().find(|(_, w)| *w == what).unwrap().0;
         self.turns.answered(&mut self.buf, t, Ok(json.as_bytes()));
         self.flush();
@@ -63,8 +64,8 @@ impl H {
 
     /// The record the turn's end carried (`None`: the turn did not end, or had none).
     fn ended_with(&self) -> Option<Option<String>> {
-        self.news.iter().find_map(|n| match n {
-            TurnNews::Ended { telemetry, .. } => Some(telemetry.clone()),
+        self.updates.iter().find_map(|n| match n {
+            TurnUpdate::Ended(end) => Some(end.telemetry.clone()),
             _ => None,
         })
     }
@@ -76,12 +77,12 @@ impl H {
 
 #[test]
 fn a_turn_with_two_tools_and_two_approvals_records_its_tree() {
-    let mut h = H::new(false, ApprovalOption::Handler);
+    let mut h = Harness::new(false, ApprovalOption::Handler);
     h.event("turn_started", r#"{"turn":"t-1","text":"deploy"}"#);
     h.event("output", r#"{"turn":"t-1","text":"a"}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"git_push","input":{}}"#);
     h.event("approval_requested", r#"{"turn":"t-1","approval":"a-1","tool":"git_push","input":{}}"#);
-    h.turns.answer(1, "a-1", Answer::Decision(Decision::Allow));
+    h.turns.answer(1, "a-1", Answer::text("allow", "\"allow\""));
     h.flush();
     h.event("tool_result", r#"{"turn":"t-1","call":"c-1","output":"pushed","error":false}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-2","tool":"rm","input":{}}"#);
@@ -136,7 +137,7 @@ fn a_turn_with_two_tools_and_two_approvals_records_its_tree() {
 
 #[test]
 fn content_is_recorded_only_when_asked() {
-    let mut h = H::new(true, ApprovalOption::Text("allow".into()));
+    let mut h = Harness::new(true, ApprovalOption::Text("allow".into()));
     h.event("turn_started", r#"{"turn":"t-1","text":"deploy"}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"read","input":{"path":"a"}}"#);
     h.event("tool_result", r#"{"turn":"t-1","call":"c-1","output":"text","error":false}"#);
@@ -153,10 +154,36 @@ fn content_is_recorded_only_when_asked() {
 
 #[test]
 fn an_untraced_clients_turn_hands_over_no_record() {
-    let mut h = H::with(None, ApprovalOption::Text("allow".into()));
+    let mut h = Harness::with(None, ApprovalOption::Text("allow".into()));
     h.event("turn_started", r#"{"turn":"t-1","text":"deploy"}"#);
     h.event("tool_call", r#"{"turn":"t-1","call":"c-1","tool":"read","input":{}}"#);
     h.event("output", r#"{"turn":"t-1","text":"x"}"#);
     h.event("turn_finished", r#"{"turn":"t-1","status":"completed"}"#);
     assert_eq!(h.ended_with(), Some(None), "it ended, with no record");
+}
+
+#[test]
+fn a_traced_turn_refused_at_once_still_has_a_record() {
+    // Refused by its options: no timeline, only why it failed (the first line).
+    let mut turns = Turns::default().traced(Some(TelemetryOptions { content: false }));
+    let mode = Some("later".into());
+    let approvals = ApprovalOption::Text("allow".into());
+    let spec =
+        TurnSpec { entry: Entry::Run, params: None, mode, approvals, timeout: None, stopped: None, refused: None };
+    turns.open(7, spec);
+    let ended = turns.take_effects().updates.into_iter().find_map(|(_, u)| match u {
+        TurnUpdate::Ended(end) => end.telemetry,
+        _ => None,
+    });
+    let r: Value = serde_json::from_str(&ended.expect("a record")).unwrap();
+    assert_eq!(r["error"], "invalid_params");
+    assert_eq!(r["message"], "run: `mode` must be \"submit\" or \"interrupt\", not \"later\"");
+    // Refused by the client (closed): the same, from the core's connection.
+    let closed = crate::error::KomaError::new(crate::error::ErrorCode::Closed, "the client was closed\nkoma said: bye");
+    let end = Turns::refused_end(closed, true);
+    let r: Value = serde_json::from_str(&end.telemetry.expect("a record")).unwrap();
+    assert_eq!((r["error"].as_str(), r["message"].as_str()), (Some("closed"), Some("the client was closed")));
+    assert!(Turns::refused_end(crate::error::KomaError::new(crate::error::ErrorCode::Closed, "x"), false)
+        .telemetry
+        .is_none());
 }

@@ -2,24 +2,24 @@
 //! answers to its requests, and what the host takes, checked against the
 //! rules of `docs/semantics.md` ("Turns") and the protocol's bound.
 
-use super::approvals::How;
-use super::effects::{Send, What};
+use super::approvals::AnsweredBy;
+use super::effects::{RequestKind, TurnRequest};
 use super::event::Event;
-use super::news::{Cause, TurnNews};
 use super::router::Turns;
 use super::spec::{Answer, ApprovalOption, Decision, Entry, TurnSpec};
+use super::update::{Cause, TurnEnd, TurnUpdate};
 use crate::error::{ErrorCode, KomaError};
 use crate::events::{Bound, Counting, End, EventBuffer, Take};
 use crate::stop::Why;
 
-struct H {
+struct Harness {
     turns: Turns,
     buf: EventBuffer,
     seq: u64,
     next_token: u64,
     /// Requests written, by token.
-    sent: Vec<(u64, Send)>,
-    news: Vec<(u64, TurnNews)>,
+    sent: Vec<(u64, TurnRequest)>,
+    updates: Vec<(u64, TurnUpdate)>,
     done: Vec<u64>,
     /// Requests the connection was told to abandon, by token.
     abandoned: Vec<u64>,
@@ -27,19 +27,19 @@ struct H {
     taken: (u32, u32),
 }
 
-impl H {
+impl Harness {
     fn new() -> Self {
         Self::with(Bound::default())
     }
 
     fn with(bound: Bound) -> Self {
-        H {
+        Harness {
             turns: Turns::default(),
             buf: EventBuffer::with_bound(bound),
             seq: 0,
             next_token: 100,
             sent: Vec::new(),
-            news: Vec::new(),
+            updates: Vec::new(),
             done: Vec::new(),
             abandoned: Vec::new(),
             taken: (0, 0),
@@ -49,18 +49,18 @@ impl H {
     /// What the connection does after each step: tokens for the requests.
     fn flush(&mut self) {
         loop {
-            let fx = self.turns.take_effects();
-            if fx.is_empty() {
+            let effects = self.turns.take_effects();
+            if effects.is_empty() {
                 return;
             }
-            for s in fx.sends {
+            for s in effects.requests {
                 self.next_token += 1;
-                self.turns.sent(self.next_token, s.key, s.what);
+                self.turns.sent(self.next_token, s.key, s.kind);
                 self.sent.push((self.next_token, s));
             }
-            self.news.extend(fx.news);
-            self.done.extend(fx.done);
-            self.abandoned.extend(fx.abandon);
+            self.updates.extend(effects.updates);
+            self.done.extend(effects.done);
+            self.abandoned.extend(effects.abandon);
         }
     }
 
@@ -78,18 +78,18 @@ impl H {
         self.flush();
     }
 
-    fn token_of(&self, key: u64, what: What) -> u64 {
-        self.sent.iter().rev().find(|(_, s)| s.key == key && s.what == what).expect("sent").0
+    fn token_of(&self, key: u64, what: RequestKind) -> u64 {
+        self.sent.iter().rev().find(|(_, s)| s.key == key && s.kind == what).expect("sent").0
     }
 
-    fn answer(&mut self, key: u64, what: What, json: &str) {
+    fn answer(&mut self, key: u64, what: RequestKind, json: &str) {
         let t = self.token_of(key, what);
         self.turns.answered(&mut self.buf, t, Ok(json.as_bytes()));
         self.flush();
     }
 
     fn submitted(&mut self, key: u64, id: &str) {
-        self.answer(key, What::Submit, &format!("{{\"turn\":\"{id}\"}}"));
+        self.answer(key, RequestKind::Submit, &format!("{{\"turn\":\"{id}\"}}"));
     }
 
     /// An event of `frame` bytes, in stream order.
@@ -141,8 +141,8 @@ impl H {
     }
 
     fn ended(&self, key: u64) -> Option<(serde_json::Value, Option<(ErrorCode, Cause)>)> {
-        self.news.iter().find_map(|(k, n)| match n {
-            TurnNews::Ended { result, error, .. } if *k == key => Some((
+        self.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(TurnEnd { result, error, .. }) if *k == key => Some((
                 serde_json::from_slice(result.text()).unwrap(),
                 error.as_ref().map(|e| (e.error.code, e.cause.clone())),
             )),
@@ -153,7 +153,7 @@ impl H {
     fn approvals_sent(&self) -> Vec<String> {
         self.sent
             .iter()
-            .filter(|(_, s)| s.what == What::Approve)
+            .filter(|(_, s)| s.kind == RequestKind::Approve)
             .map(|(_, s)| s.params.clone().unwrap_or_default())
             .collect()
     }
@@ -173,7 +173,7 @@ impl H {
 
 #[test]
 fn overflow_clears_pauses_and_reports_once() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     for _ in 0..256 {
         h.event("state", "{}");
     }
@@ -193,7 +193,7 @@ fn overflow_clears_pauses_and_reports_once() {
 
 #[test]
 fn lent_events_count_until_taken_and_an_overflow_revokes_them() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     for _ in 0..200 {
         h.event("state", "{}");
     }
@@ -215,7 +215,7 @@ fn lent_events_count_until_taken_and_an_overflow_revokes_them() {
 
 #[test]
 fn the_byte_bound() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.event_sized("state", "{}", 40 << 20);
     h.event_sized("state", "{}", 24 << 20);
     assert_eq!(h.buf.counted_bytes(), 64 << 20);
@@ -225,7 +225,7 @@ fn the_byte_bound() {
 
 #[test]
 fn batches_are_capped_and_the_end_comes_after_what_is_queued() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     let big = format!("\"{}\"", "7".repeat(64 * 1024));
     for _ in 0..40 {
         h.event_sized("state", &big, 65_600);
@@ -245,7 +245,7 @@ fn batches_are_capped_and_the_end_comes_after_what_is_queued() {
 
 #[test]
 fn events_wait_for_the_submit_then_go_to_their_consumers_in_order() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.event("diagnostic", "{\"level\":\"info\",\"message\":\"created\"}");
     h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
     h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
@@ -269,7 +269,7 @@ fn events_wait_for_the_submit_then_go_to_their_consumers_in_order() {
 
 #[test]
 fn a_run_keeps_no_event_and_its_result_is_whole() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Run, ApprovalOption::Text("deny".into()));
     h.submitted(1, "t-1");
     h.plain_turn("t-1", 1000);
@@ -284,7 +284,7 @@ fn a_run_keeps_no_event_and_its_result_is_whole() {
 
 #[test]
 fn a_turn_nobody_reads_counts_until_it_finishes_and_its_events_stay() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
     h.submitted(1, "t-1");
     h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
@@ -298,7 +298,7 @@ fn a_turn_nobody_reads_counts_until_it_finishes_and_its_events_stay() {
 
 #[test]
 fn leaving_a_loop_interrupts_the_turn_and_what_it_left_stops_counting() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
     h.submitted(1, "t-1");
     h.turns.read(&mut h.buf, 1, true);
@@ -307,10 +307,10 @@ fn leaving_a_loop_interrupts_the_turn_and_what_it_left_stops_counting() {
     h.turns.read(&mut h.buf, 1, false);
     h.flush();
     assert_eq!(h.buf.counted_frames(), 0);
-    assert_eq!(h.sent.iter().filter(|(_, s)| s.what == What::Interrupt).count(), 1, "the turn is interrupted");
+    assert_eq!(h.sent.iter().filter(|(_, s)| s.kind == RequestKind::Interrupt).count(), 1, "the turn is interrupted");
     h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"interrupted\"}");
     assert!(h.ended(1).is_none(), "the result waits for its interrupt's answer");
-    h.answer(1, What::Interrupt, "{\"turn\":\"t-1\"}");
+    h.answer(1, RequestKind::Interrupt, "{\"turn\":\"t-1\"}");
     let (r, error) = h.ended(1).unwrap();
     assert_eq!((r["status"].as_str(), error), (Some("interrupted"), None), "it resolves: leaving is not a failure");
     assert_eq!(h.drain(Some(1)), vec!["1:turn_started", "2:output", "3:turn_finished"], "kept for a later loop");
@@ -320,7 +320,7 @@ fn leaving_a_loop_interrupts_the_turn_and_what_it_left_stops_counting() {
 
 #[test]
 fn approvals_by_a_decision_a_function_and_the_application() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     let asked = |id: &str, a: &str| {
         format!("{{\"turn\":\"{id}\",\"approval\":\"{a}\",\"tool\":\"write_file\",\"input\":{{\"path\":\"n\"}}}}")
     };
@@ -334,19 +334,16 @@ fn approvals_by_a_decision_a_function_and_the_application() {
     assert_eq!(h.approvals_sent(), vec![r#"{"approval":"a-1","decision":"deny"}"#]);
     h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"completed\"}");
     assert_eq!(h.ended(1).unwrap().0["toolCalls"][0]["approval"], "deny");
-    // A function: asked through news; what it gives goes back as the answer.
+    // A function: asked through updates; what it gives goes back as the answer.
     h.open(2, Entry::Run, ApprovalOption::Handler);
     h.submitted(2, "t-2");
     h.event("tool_call", &call("t-2", "c-2"));
     h.event("approval_requested", &asked("t-2", "a-2"));
-    assert!(h
-        .news
-        .iter()
-        .any(|(k, n)| *k == 2 && matches!(n, TurnNews::Approval { approval, .. } if approval == "a-2")));
-    h.turns.answer(2, "a-2", Answer::Other("\"yes\"".into()));
+    assert!(h.updates.iter().any(|(k, n)| *k == 2 && matches!(n, TurnUpdate::Approval(a) if a.approval == "a-2")));
+    h.turns.answer(2, "a-2", Answer::text("yes", "\"yes\""));
     h.flush();
-    assert_eq!(h.turns.approval_history(2), vec![("a-2".into(), Decision::Deny, How::Refused)]);
-    h.turns.answer(2, "a-2", Answer::Decision(Decision::Allow)); // answered already: ignored
+    assert_eq!(h.turns.approval_history(2), vec![("a-2".into(), Decision::Deny, AnsweredBy::HandlerFailed)]);
+    h.turns.answer(2, "a-2", Answer::text("allow", "\"allow\"")); // answered already: ignored
     h.event("turn_finished", "{\"turn\":\"t-2\",\"status\":\"completed\"}");
     let (r, error) = h.ended(2).unwrap();
     assert_eq!(error, Some((ErrorCode::InvalidParams, Cause::Handler("a-2".into()))));
@@ -362,7 +359,7 @@ fn approvals_by_a_decision_a_function_and_the_application() {
     h.flush();
     assert_eq!(h.approvals_sent().len(), 2, "a loop reads it: left to the application");
     h.turns.approved_by_application(r#"{"approval":"a-3","decision":"allow"}"#);
-    assert_eq!(h.turns.approval_history(3), vec![("a-3".into(), Decision::Allow, How::Application)]);
+    assert_eq!(h.turns.approval_history(3), vec![("a-3".into(), Decision::Allow, AnsweredBy::Application)]);
     h.event("turn_finished", "{\"turn\":\"t-3\",\"status\":\"completed\"}");
     assert_eq!(h.ended(3).unwrap().0["toolCalls"][0]["approval"], "allow", "the application's answer is recorded");
     h.open(4, Entry::Turn, ApprovalOption::None);
@@ -381,7 +378,7 @@ fn approvals_by_a_decision_a_function_and_the_application() {
 
 #[test]
 fn an_overflow_costs_a_loop_events_never_the_turn_its_result() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::None);
     h.submitted(1, "t-1");
     h.turns.read(&mut h.buf, 1, true);
@@ -406,7 +403,7 @@ fn an_overflow_costs_a_loop_events_never_the_turn_its_result() {
 
 #[test]
 fn events_dropped_before_their_turn_was_known_still_tell_it_how_it_ended() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Run, ApprovalOption::Text("allow".into()));
     h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
     h.event("approval_requested", "{\"turn\":\"t-1\",\"approval\":\"a-1\",\"tool\":\"w\",\"input\":null}");
@@ -426,16 +423,16 @@ fn events_dropped_before_their_turn_was_known_still_tell_it_how_it_ended() {
 
 #[test]
 fn a_stop_before_the_id_interrupts_once_it_is_known_and_fails_the_result_after_the_end() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
     assert!(h.turns.expire(1, std::time::Duration::from_millis(50)), "its grace starts");
     assert!(!h.turns.stop(1, &Why::Cancelled), "once");
     h.flush();
-    assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "no id yet: nothing to name");
+    assert!(h.sent.iter().all(|(_, s)| s.kind != RequestKind::Interrupt), "no id yet: nothing to name");
     h.submitted(1, "t-1");
-    assert!(h.sent.iter().any(|(_, s)| s.what == What::Interrupt));
+    assert!(h.sent.iter().any(|(_, s)| s.kind == RequestKind::Interrupt));
     h.event("turn_finished", "{\"turn\":\"t-1\",\"status\":\"escalated\"}");
-    h.answer(1, What::Interrupt, "{\"turn\":\"t-1\"}");
+    h.answer(1, RequestKind::Interrupt, "{\"turn\":\"t-1\"}");
     let (r, error) = h.ended(1).unwrap();
     assert_eq!(error, Some((ErrorCode::Timeout, Cause::Stop)));
     assert_eq!(r["status"], "escalated", "a status outside the catalog is passed on");
@@ -443,7 +440,7 @@ fn a_stop_before_the_id_interrupts_once_it_is_known_and_fails_the_result_after_t
 
 #[test]
 fn the_client_failing_ends_open_turns_and_what_waited_goes_to_events() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Run, ApprovalOption::Text("allow".into()));
     h.open(2, Entry::Turn, ApprovalOption::Text("allow".into()));
     h.submitted(1, "t-1");
@@ -462,8 +459,83 @@ fn the_client_failing_ends_open_turns_and_what_waited_goes_to_events() {
 }
 
 #[test]
+fn the_core_judges_what_a_handler_returned() {
+    // The host hands over what the function gave, as it is: the core says
+    // whether it is a decision, and the words of the refusal.
+    let mut h = Harness::new();
+    let answers = [
+        (Answer::text("allow", "'allow'"), Decision::Allow, AnsweredBy::Handler, None),
+        (Answer::text("deny", "\"deny\""), Decision::Deny, AnsweredBy::Handler, None),
+        (
+            Answer::text("Allow", "\"Allow\""),
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` returned \"Allow\"; it must return \"allow\" or \"deny\" (the approval was denied)"),
+        ),
+        (
+            Answer::Returned { text: None, shown: "None".into() },
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` returned None; it must return \"allow\" or \"deny\" (the approval was denied)"),
+        ),
+        (
+            Answer::Failed("ValueError: no".into()),
+            Decision::Deny,
+            AnsweredBy::HandlerFailed,
+            Some("`onApproval` failed, so the approval was denied: ValueError: no"),
+        ),
+    ];
+    for (i, (answer, decision, by, refusal)) in answers.into_iter().enumerate() {
+        let key = i as u64 + 1;
+        let id = format!("t-{key}");
+        h.open(key, Entry::Run, ApprovalOption::Handler);
+        h.submitted(key, &id);
+        h.event("tool_call", &format!("{{\"turn\":\"{id}\",\"call\":\"c-1\",\"tool\":\"write_file\",\"input\":{{}}}}"));
+        h.event("approval_requested", &format!("{{\"turn\":\"{id}\",\"approval\":\"a-1\",\"tool\":\"write_file\"}}"));
+        h.turns.answer(key, "a-1", answer);
+        h.flush();
+        assert_eq!(h.turns.approval_history(key), vec![("a-1".into(), decision, by)]);
+        h.event("turn_finished", &format!("{{\"turn\":\"{id}\",\"status\":\"completed\"}}"));
+        let message = h.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(end) if *k == key => Some(end.error.as_ref().map(|e| e.error.message.clone())),
+            _ => None,
+        });
+        assert_eq!(message, Some(refusal.map(String::from)), "answer {key}");
+    }
+}
+
+#[test]
+fn a_turn_that_never_got_an_id_fails_its_id_and_one_that_did_does_not() {
+    let fails_id = |h: &Harness, key: u64| {
+        h.updates.iter().find_map(|(k, n)| match n {
+            TurnUpdate::Ended(end) if *k == key => end.error.as_ref().map(|e| e.fails_id),
+            _ => None,
+        })
+    };
+    let mut h = Harness::new();
+    h.open(1, Entry::Turn, ApprovalOption::Text("allow".into()));
+    let submit = h.token_of(1, RequestKind::Submit);
+    h.turns.answered(&mut h.buf, submit, Err(KomaError::new(ErrorCode::Remote, "busy")));
+    h.flush();
+    assert_eq!(fails_id(&h, 1), Some(true), "the submit failed");
+    h.open(2, Entry::Turn, ApprovalOption::Text("allow".into()));
+    h.submitted(2, "t-2");
+    h.turns.end_all(&mut h.buf, &KomaError::new(ErrorCode::TransportFailure, "gone"));
+    h.flush();
+    assert_eq!(fails_id(&h, 2), Some(false), "its id came before");
+    let refused = Turns::refused_end(KomaError::new(ErrorCode::Closed, "the client was closed"), false);
+    let error = refused.error.expect("fails");
+    assert!(error.fails_id && error.cause == Cause::Client);
+    let result: serde_json::Value = serde_json::from_slice(refused.result.text()).unwrap();
+    assert_eq!(
+        result,
+        serde_json::json!({"turn": null, "status": "unknown", "output": "", "toolCalls": [], "events": 0, "overflowed": false})
+    );
+}
+
+#[test]
 fn bad_options_end_the_turn_at_once_and_write_nothing() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     let spec = TurnSpec {
         entry: Entry::Run,
         params: Some("{\"text\":\"x\"}".into()),
@@ -485,14 +557,14 @@ fn bad_options_end_the_turn_at_once_and_write_nothing() {
 
 #[test]
 fn a_stopped_turn_that_koma_never_ends_is_given_up_and_its_later_events_go_to_events() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("deny".into()));
     h.submitted(1, "t-1");
     h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");
     h.event("output", "{\"turn\":\"t-1\",\"text\":\"a\"}");
     assert!(h.turns.stop(1, &Why::Signal { reason: Some("TimeoutError".into()) }));
     h.flush();
-    let interrupt = h.token_of(1, What::Interrupt);
+    let interrupt = h.token_of(1, RequestKind::Interrupt);
     assert!(h.ended(1).is_none(), "it waits for koma within the grace");
     h.turns.give_up(&mut h.buf, 1);
     h.flush();
@@ -512,18 +584,18 @@ fn a_stopped_turn_that_koma_never_ends_is_given_up_and_its_later_events_go_to_ev
     // A late answer to the interrupt changes nothing.
     h.turns.answered(&mut h.buf, interrupt, Ok(b"{\"turn\":\"t-1\"}"));
     h.flush();
-    assert_eq!(h.news.iter().filter(|(k, n)| *k == 1 && matches!(n, TurnNews::Ended { .. })).count(), 1);
+    assert_eq!(h.updates.iter().filter(|(k, n)| *k == 1 && matches!(n, TurnUpdate::Ended(_))).count(), 1);
 }
 
 #[test]
 fn a_turn_given_up_before_its_submit_answered_abandons_it_and_releases_the_held_events() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Run, ApprovalOption::Text("deny".into()));
-    let submit = h.token_of(1, What::Submit);
+    let submit = h.token_of(1, RequestKind::Submit);
     h.event("output", "{\"turn\":\"t-7\",\"text\":\"?\"}"); // held: it may be turn 1's
     assert!(h.turns.stop(1, &Why::Cancelled));
     h.flush();
-    assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "no id: nothing written yet");
+    assert!(h.sent.iter().all(|(_, s)| s.kind != RequestKind::Interrupt), "no id: nothing written yet");
     h.turns.give_up(&mut h.buf, 1);
     h.flush();
     let (r, error) = h.ended(1).expect("given up");
@@ -533,12 +605,12 @@ fn a_turn_given_up_before_its_submit_answered_abandons_it_and_releases_the_held_
     assert_eq!(h.drain(None), vec!["1:output"], "what was held goes on");
     h.turns.answered(&mut h.buf, submit, Ok(b"{\"turn\":\"t-1\"}"));
     h.flush();
-    assert!(h.sent.iter().all(|(_, s)| s.what != What::Interrupt), "a late answer writes nothing");
+    assert!(h.sent.iter().all(|(_, s)| s.kind != RequestKind::Interrupt), "a late answer writes nothing");
 }
 
 #[test]
 fn a_stop_after_turn_finished_keeps_the_result_and_the_grace_bounds_the_interrupts_answer() {
-    let mut h = H::new();
+    let mut h = Harness::new();
     h.open(1, Entry::Turn, ApprovalOption::Text("deny".into()));
     h.submitted(1, "t-1");
     h.event("turn_started", "{\"turn\":\"t-1\",\"text\":\"x\"}");

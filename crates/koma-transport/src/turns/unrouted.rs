@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-use super::data;
 use super::event::Event;
+use super::fields;
 
 /// What a dropped event still tells its turn.
 #[derive(Debug)]
@@ -68,7 +68,7 @@ impl Unrouted {
         if !matches!(e.name, "turn_started" | "approval_requested" | "turn_finished") || self.notes >= MAX_NOTES {
             return;
         }
-        let f = data::fields(e.data_json());
+        let f = fields::read(e.data_json());
         let own = |s: Option<std::borrow::Cow<'_, str>>| s.map(|s| s.into_owned());
         let note = Note { name: e.name, turn: own(f.turn), approval: own(f.approval), status: own(f.status) };
         self.queue.push_back(Held::Note(note));

@@ -26,7 +26,7 @@ impl Got {
             Outcome::Hello(_) => Got::Hello,
             Outcome::Done => Got::Closed,
             Outcome::Error(e) => Got::Err(e.code, e.message.chars().take(300).collect()),
-            Outcome::Turn(n) => panic!("these cases open no turn, yet news came: {n:?}"),
+            Outcome::Turn(n) => panic!("these cases open no turn, yet updates came: {n:?}"),
         }
     }
     pub fn label(&self) -> String {

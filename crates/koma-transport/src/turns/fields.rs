@@ -154,14 +154,14 @@ impl<'de> Deserialize<'de> for Fields<'de> {
 
 /// The fields of `data` (JSON text the reader has checked). Data that is not
 /// an object, or holds a key twice, has none.
-pub(super) fn fields(data: &[u8]) -> Fields<'_> {
+pub(super) fn read(data: &[u8]) -> Fields<'_> {
     let Ok(text) = std::str::from_utf8(data) else { return Fields::default() };
     serde_json::from_str::<Fields<'_>>(text).unwrap_or_default()
 }
 
 /// Just the turn an event names (a submit's answer).
 pub(super) fn turn_of(data: &[u8]) -> Option<Cow<'_, str>> {
-    fields(data).turn
+    read(data).turn
 }
 
 /// The lifted strings under the field `key` of data, with paths from that field.
@@ -185,15 +185,15 @@ mod tests {
     #[test]
     fn fields_are_read_leniently() {
         let f =
-            fields(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":{"turn":"no"}}"#);
+            read(br#"{"turn":"t-1","call":"c-\u0031","input":{"a":[1]},"error":true,"status":7,"x":{"turn":"no"}}"#);
         assert_eq!(f.turn.as_deref(), Some("t-1"));
         assert!(matches!(f.turn, Some(Cow::Borrowed(_))), "no copy without an escape");
         assert_eq!(f.call.as_deref(), Some("c-1"));
         assert_eq!(f.input, Some(r#"{"a":[1]}"#));
         assert_eq!(f.error, Some(true));
         assert_eq!(f.status, None, "not a string: as if absent");
-        assert!(fields(b"[1,2]").turn.is_none());
-        assert!(fields(br#"{"turn":"a","turn":"b"}"#).turn.is_none(), "a key twice: nothing is guessed");
+        assert!(read(b"[1,2]").turn.is_none());
+        assert!(read(br#"{"turn":"a","turn":"b"}"#).turn.is_none(), "a key twice: nothing is guessed");
         assert_eq!(turn_of(br#"{"text":"x","turn":"t-9"}"#).as_deref(), Some("t-9"));
         assert_eq!(turn_of(br#"{"turn":null}"#), None);
         assert_eq!(turn_of(br#"{"t\u0075rn":"t-2"}"#).as_deref(), Some("t-2"), "an escaped key is the key");
