@@ -125,7 +125,7 @@ const NOT_UNDER_QEMU = [
     tests: [/^soak and churn, short version$/, /^the addon's threads stay few and constant from 1 to 200 clients \(pidfd on\)$/],
   },
   {
-    why: "the emulated koma-sim's arguments, as the binfmt wrapper (aarch64-binfmt-P) passes them, start with its own path",
+    why: "the test reads the child's arguments from /proc/PID/cmdline, which for an emulated child is qemu's command line (the binfmt wrapper, koma-sim's path twice, then sdk serve)",
     tests: [/^the child's environment is the parent's plus `env`, and arguments are exactly sdk serve$/],
   },
   {
