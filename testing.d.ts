@@ -187,7 +187,8 @@ export interface ScriptedTurn {
   /**
    * How many turns it plays: a positive integer, or `"always"` for any number. A text that only a
    * used-up entry matches is refused with the remote error `unscripted`, whose message names that
-   * entry. `1` if absent.
+   * entry (`turns[0] (any text) matches it, but is used up (times 1: it has played 1 turn)`). `1`
+   * if absent.
    */
   times?: number | 'always' | undefined
   /**

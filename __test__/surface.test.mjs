@@ -38,6 +38,38 @@ function copy(t) {
 
 const check = (dir) => spawnSync(process.execPath, [join(dir, "scripts/generate.mjs"), "--check"], { encoding: "utf8" });
 
+const generate = (dir) => spawnSync(process.execPath, [join(dir, "scripts/generate.mjs")], { encoding: "utf8" });
+
+/** After `npm run generate` in `dir`: the text of each of `files`. */
+function regenerated(dir, files) {
+  const run = generate(dir);
+  assert.equal(run.status, 0, run.stderr);
+  return Object.fromEntries(files.map((f) => [f, readFileSync(join(dir, f), "utf8")]));
+}
+
+/** The files the check in `dir` names stale (it must fail), sorted. */
+function staleIn(dir) {
+  const run = check(dir);
+  assert.equal(run.status, 1, run.stdout);
+  return run.stderr
+    .match(/stale \(schema\/ says otherwise\): (.*); run/)[1]
+    .split(", ")
+    .sort();
+}
+
+/** What a change of the scenario format's types makes stale, besides the files a new step adds to it. */
+const SCENARIO_TYPES = [
+  "crates/koma-sim/src/scenario/format.rs",
+  "docs/koma-sim.md",
+  "docs/testing-python.md",
+  "docs/testing.md",
+  "python/koma_sdk/_scenario_types.py",
+  "testing.d.ts",
+];
+
+/** The scenario docs, regenerated in `dir`. */
+const SCENARIO_DOCS = ["docs/koma-sim.md", "docs/testing.md", "docs/testing-python.md"];
+
 /** Edit the JSON of `file` in `dir` with `change`. */
 function editJson(dir, file, change) {
   const path = join(dir, file);
@@ -140,10 +172,7 @@ test("a field added to the turn result makes the core's struct, both packages' t
     doc.$defs.PartialTurnResult.properties.model = { type: ["string", "null"], description: "The model that ran it." };
     doc.$defs.PartialTurnResult.required.push("model");
   });
-  const run = check(dir);
-  assert.equal(run.status, 1);
-  const stale = run.stderr.match(/stale \(schema\/ says otherwise\): (.*); run/)[1].split(", ");
-  assert.deepEqual(stale.sort(), ["crates/koma-transport/src/surface.rs", "index.d.ts", "python/koma_sdk/_types.py"]);
+  assert.deepEqual(staleIn(dir), ["crates/koma-transport/src/surface.rs", "index.d.ts", "python/koma_sdk/_types.py"]);
 });
 
 test("a scenario schema outside the subset fails the check with the file and the path", (t) => {
@@ -170,16 +199,40 @@ test("a step added to the scenario schema makes koma-sim's types, both builders'
     };
     doc.$defs.Step.oneOf.push({ $ref: "#/$defs/BeepStep" });
   });
-  const run = check(dir);
-  assert.equal(run.status, 1);
-  const stale = run.stderr.match(/stale \(schema\/ says otherwise\): (.*); run/)[1].split(", ");
-  assert.deepEqual(stale.sort(), [
-    "crates/koma-sim/src/scenario/format.rs",
-    "docs/koma-sim.md",
-    "docs/testing-python.md",
-    "docs/testing.md",
-    "lib/scenario-steps.js",
-    "python/koma_sdk/_scenario_types.py",
-    "testing.d.ts",
-  ]);
+  assert.deepEqual(staleIn(dir), [...SCENARIO_TYPES, "lib/scenario-steps.js"].sort());
+});
+
+test("a matcher added to the scenario schema makes koma-sim's types, both builders' types, the docs' tables of matchers and nothing else stale", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/scenario.schema.json", (doc) => {
+    doc.$defs.MatchPrefix = {
+      title: "a matcher",
+      description: "A text that starts with this.",
+      type: "object",
+      properties: { prefix: { type: "string" } },
+      required: ["prefix"],
+      additionalProperties: false,
+      "x-python-name": "Prefix",
+    };
+    doc.$defs.Match.oneOf.push({ $ref: "#/$defs/MatchPrefix" });
+  });
+  assert.deepEqual(staleIn(dir), SCENARIO_TYPES);
+  const docs = regenerated(dir, SCENARIO_DOCS);
+  assert.match(docs["docs/koma-sim.md"], /^\| `\{"prefix": P\}` \| a text that starts with this \|$/m);
+  assert.match(docs["docs/testing.md"], /^\| `turns\[\]\.match` \|.*`\{regex\}`, `\{prefix\}` \|$/m);
+  assert.match(docs["docs/testing-python.md"], /^\| `Prefix\(prefix\)` \| a text that starts with this \|$/m);
+  assert.equal(check(dir).status, 0, "regenerated, the check passes");
+});
+
+test("a field added to the scenario file makes koma-sim's types, both builders' types, the docs' tables of fields and nothing else stale", (t) => {
+  const dir = copy(t);
+  editJson(dir, "schema/scenario.schema.json", (doc) => {
+    doc.$defs.Scenario.properties.seed = { type: "integer", minimum: 0, description: "The seed of the agent's choices." };
+  });
+  assert.deepEqual(staleIn(dir), SCENARIO_TYPES);
+  const docs = regenerated(dir, SCENARIO_DOCS);
+  assert.match(docs["docs/koma-sim.md"], /^\| `seed` \| the seed of the agent's choices \| {2}\|$/m);
+  assert.match(docs["docs/testing.md"], /^\| `seed` \| the seed of the agent's choices \|$/m);
+  assert.match(docs["docs/testing-python.md"], /^\| `Scenario\(.*seed=None\)` \|.*; `seed`: the seed of the agent's choices \|$/m);
+  assert.equal(check(dir).status, 0, "regenerated, the check passes");
 });

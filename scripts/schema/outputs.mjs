@@ -6,7 +6,20 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { esmEntry, scenarioStepsJs, tablesJs } from "./javascript.mjs";
-import { mdErrors, mdEvents, mdFiles, mdMethods, mdResults, mdStepClasses, mdStepFunctions, mdSteps } from "./markdown.mjs";
+import {
+  mdErrors,
+  mdEvents,
+  mdFiles,
+  mdMatchers,
+  mdMethods,
+  mdResults,
+  mdScenarioClasses,
+  mdScenarioFields,
+  mdScenarioFieldsNode,
+  mdStepClasses,
+  mdStepFunctions,
+  mdSteps,
+} from "./markdown.mjs";
 import { pyCodes, pyExceptions, pyModule, pyScenario } from "./python.mjs";
 import { rust } from "./rust.mjs";
 import { rustSim } from "./rust-sim.mjs";
@@ -121,22 +134,22 @@ export const OUTPUTS = [
     file: "docs/koma-sim.md",
     region: true,
     by: "`npm run generate`",
-    from: "scenario.schema.json: the table of a scenario's steps",
-    make: regions("docs/koma-sim.md", { steps: mdSteps }),
+    from: "scenario.schema.json: the tables of the file's fields, the matchers and a scenario's steps",
+    make: regions("docs/koma-sim.md", { fields: mdScenarioFields, matchers: mdMatchers, steps: mdSteps }),
   },
   {
     file: "docs/testing.md",
     region: true,
     by: "`npm run generate`",
-    from: "scenario.schema.json: the table of `step`'s functions",
-    make: regions("docs/testing.md", { steps: mdStepFunctions }),
+    from: "scenario.schema.json: the tables of a scenario's fields and of `step`'s functions",
+    make: regions("docs/testing.md", { fields: mdScenarioFieldsNode, steps: mdStepFunctions }),
   },
   {
     file: "docs/testing-python.md",
     region: true,
     by: "`npm run generate`",
-    from: "scenario.schema.json: the table of the steps' classes",
-    make: regions("docs/testing-python.md", { steps: mdStepClasses }),
+    from: "scenario.schema.json: the tables of the scenario's classes and of the steps' classes",
+    make: regions("docs/testing-python.md", { classes: mdScenarioClasses, steps: mdStepClasses }),
   },
   {
     file: "README.md",

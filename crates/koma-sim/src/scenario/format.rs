@@ -70,7 +70,8 @@ pub struct ScriptedTurn {
     pub r#match: Option<Match>,
     /// How many turns it plays: a positive integer, or `"always"` for any number. A text that only
     /// a used-up entry matches is refused with the remote error `unscripted`, whose message names
-    /// that entry. `1` if absent.
+    /// that entry (`turns[0] (any text) matches it, but is used up (times 1: it has played 1
+    /// turn)`). `1` if absent.
     #[serde(default = "default_scripted_turn_times")]
     pub times: Value,
     /// Played in order; a `finish` step is the last of its list. When they run out, the turn
