@@ -129,14 +129,43 @@ const NOT_UNDER_QEMU = [
     tests: [/^the child's environment is the parent's plus `env`, and arguments are exactly sdk serve$/],
   },
   {
-    why: "timing under emulation: a collection that the test awaits (its bound passed after 285 s), a fault child whose log was not yet written when the client had reaped it",
-    tests: [
-      /^2: clients that streamed events and were closed can be collected/,
-      /^8: koma's process group is never signalled after koma was reaped$/,
-    ],
+    why: "the test builds its LD_PRELOAD shim (which logs the signals sent) with the machine's C compiler, for x64, and an arm64 process cannot load it: no log is written",
+    tests: [/^8: koma's process group is never signalled after koma was reaped$/],
+  },
+  {
+    why: "timing under emulation: a collection of closed clients that the test awaits within its bound (it passed after 285 s)",
+    tests: [/^2: clients that streamed events and were closed can be collected/],
   },
 ];
-const whyNotUnderQemu = (name) => NOT_UNDER_QEMU.find((g) => g.tests.some((t) => t.test(name)))?.why;
+/** The same for the Python suite, by pytest's test ids. */
+const PY_NOT_UNDER_QEMU = [
+  {
+    why: "qemu-user runs clone(CLONE_VM | CLONE_VFORK) as a fork, and glibc's posix_spawn (the portable path's spawn) uses it too: the child exits 127",
+    tests: [/test_faults\.py::test_a_file_that_is_not_executable_is_spawn_failed/, /test_faults\.py::test_a_directory_as_the_executable/],
+  },
+  {
+    why: "qemu-user runs a thread of its own in every emulated process, counts its translated code in the RSS, and gives no pidfd (each child's exit is then watched by a thread)",
+    tests: [
+      /test_reliability\.py::test_no_thread_of_the_core_is_left_after_the_last_close/,
+      /test_reliability\.py::test_a_hostile_child_cannot_make_the_client_use_more_than_the_bounds/,
+      /test_scale\.py::test_the_threads_stay_few_and_constant_from_1_to_200_clients/,
+    ],
+  },
+  {
+    why: "the test reads the child's arguments from /proc/PID/cmdline, which for an emulated child is qemu's command line",
+    tests: [/test_reliability\.py::test_the_childs_environment_is_the_parents_plus_env/],
+  },
+  {
+    why: "the test builds its LD_PRELOAD shim with the machine's C compiler, for x64, which an arm64 process cannot load",
+    tests: [/test_lifecycle\.py::test_kos_group_is_never_signalled_after_koma_was_reaped/],
+  },
+  {
+    why: "the test runs the machine's own Python 3.12 (x64) on the installed package, whose native module is arm64",
+    tests: [/test_reliability\.py::test_fork_after_the_last_close_does_not_warn_on_python_312/],
+  },
+];
+const whyIn = (groups, name) => groups.find((g) => g.tests.some((t) => t.test(name)))?.why;
+const whyNotUnderQemu = (name) => whyIn(NOT_UNDER_QEMU, name);
 
 /** The Node test suite under arm64 Node (qemu), on the portable spawn path; then a turn on the Linux path. */
 export async function nodeSuiteArm64(target, binaries) {
@@ -222,12 +251,20 @@ export async function pythonSuiteArm64(target, wheel, spawn) {
   const n = (what) => Number((last.match(new RegExp(`(\\d+) ${what}`)) || [])[1] ?? 0);
   const failed = [...r.out.matchAll(/^FAILED (\S+)/gm)].map((m) => m[1]);
   say(`python suite (arm64 Python 3.11, qemu, KOMA_SDK_SPAWN=${spawn}): ${last} in ${secs(Date.now() - started)}`);
-  if (failed.length) say(`failed: ${failed.join("; ")}`);
+  const known = failed.filter((id) => whyIn(PY_NOT_UNDER_QEMU, id));
+  const unknown = failed.filter((id) => !whyIn(PY_NOT_UNDER_QEMU, id));
+  for (const g of PY_NOT_UNDER_QEMU) {
+    const ids = known.filter((id) => whyIn(PY_NOT_UNDER_QEMU, id) === g.why);
+    if (ids.length) say(`failed under qemu, as known (${g.why}): ${ids.join("; ")}`);
+  }
+  if (unknown.length) say(`failed: ${unknown.join("; ")}`);
+  // pytest's summary line counts errors too: any of them fails the run.
+  const errors = n("error") + n("errors");
   return {
     ran: `Python suite (pytest; the asyncio half; not the mypy test), Debian's arm64 Python 3.11 under qemu (${spawn} spawn path)`,
-    result: `${n("passed")} passed, ${n("skipped")} skipped, ${n("failed")} failed (${deselected} left out)`,
-    ok: r.code === 0 && n("passed") > 0,
-    failed,
+    result: `${n("passed")} passed, ${n("skipped")} skipped, ${n("failed")} failed (${known.length} of them known under qemu, listed above; ${unknown.length} other)${errors ? `, ${errors} errors` : ""} (${deselected} left out)`,
+    ok: n("passed") > 0 && unknown.length === 0 && errors === 0 && (r.code === 0 || r.code === 1),
+    failed: unknown,
   };
 }
 
