@@ -508,7 +508,7 @@ test("the picture of docs/tracing.md is drawn from exported spans: a row per spa
   assert.match(rows[7], /\| +\d+\.\d ms  process\.exit\.code=0 link: POST \/deploy$/);
 });
 
-test("examples/tracing.mjs prints its request's trace with koma's spans in it (the console exporter)", T, () => {
+test("examples/tracing.mjs prints its request's trace with koma's spans in it (the console exporter), and the metrics", T, () => {
   const r = spawnSync(process.execPath, ["examples/tracing.mjs"], { cwd: root, encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   for (const name of [
@@ -521,4 +521,6 @@ test("examples/tracing.mjs prints its request's trace with koma's spans in it (t
   ])
     assert.ok(r.stdout.includes(`name: '${name}'`), `${name} in ${r.stdout}`);
   assert.match(r.stdout, /^turn t-1: completed$/m);
+  for (const name of ["gen_ai.client.operation.duration", "koma.tool.calls", "koma.approval.duration", "koma.client.starts"])
+    assert.ok(r.stdout.includes(`name: '${name}'`), `the metric ${name} in ${r.stdout}`);
 });

@@ -510,3 +510,10 @@ def test_the_tracing_example_prints_its_requests_trace_with_komas_spans_in_it() 
     ):
         assert f'"name": "{name}"' in r.stdout, r.stdout
     assert "turn t-1: completed" in r.stdout
+    for metric in (
+        "gen_ai.client.operation.duration",
+        "koma.tool.calls",
+        "koma.approval.duration",
+        "koma.client.starts",
+    ):
+        assert f'"name": "{metric}"' in r.stdout, f"the metric {metric} in {r.stdout}"
