@@ -36,6 +36,21 @@ export { root, rustHost } from "./lib/repo.mjs";
  * and the macOS wheels' platform tag too (docs/platforms.md).
  */
 export const MACOS_MIN = "11.0";
+/**
+ * The oldest glibc the Linux glibc builds run on: Node 20's own floor
+ * (Ubuntu 20.04, Debian 10 and 11, RHEL 8). They are linked against it by
+ * zig (scripts/platforms/targets.mjs); every ELF file must ask for no newer
+ * `GLIBC_` symbol version, and the glibc wheels are `manylinux_2_28`
+ * (docs/platforms.md).
+ */
+export const GLIBC_FLOOR = "2.28";
+
+/** -1, 0 or 1 as glibc version `a` is older, the same or newer than `b` ("2.28"). */
+export function compareGlibc(a, b) {
+  const [x, y] = [a, b].map((v) => v.split(".").map(Number));
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) < (y[i] ?? 0) ? -1 : 1;
+  return 0;
+}
 
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
@@ -264,7 +279,41 @@ function inspectElf(data) {
   else if ((interp && /ld-linux/.test(interp)) || needs.includes("libc.so.6")) libc = "glibc";
   // ET_DYN with an interpreter is a position-independent executable.
   const kind = type === 2 || (type === 3 && interp) ? "executable" : type === 3 ? "shared" : `type ${type}`;
-  return { format: "elf", cpu, kind, libc, needs, interp };
+  return { format: "elf", cpu, kind, libc, needs, interp, glibc: newestGlibc(data) };
+}
+
+/**
+ * The newest `GLIBC_x.y` symbol version an ELF file asks for (its version
+ * needs: the section of type SHT_GNU_verneed, with its string table), as
+ * "2.28"; null when it asks for none.
+ */
+function newestGlibc(data) {
+  const shoff = Number(data.readBigUInt64LE(40));
+  const shentsize = data.readUInt16LE(58);
+  const shnum = data.readUInt16LE(60);
+  const sections = [];
+  for (let i = 0; i < shnum && shoff + (i + 1) * shentsize <= data.length; i++) {
+    const h = shoff + i * shentsize;
+    sections.push({ type: data.readUInt32LE(h + 4), offset: Number(data.readBigUInt64LE(h + 24)), link: data.readUInt32LE(h + 40) });
+  }
+  const verneed = sections.find((s) => s.type === 0x6ffffffe);
+  if (!verneed || !sections[verneed.link]) return null;
+  const strings = sections[verneed.link].offset;
+  const name = (at) => data.toString("latin1", strings + at, data.indexOf(0, strings + at));
+  let newest = null;
+  // Elf64_Verneed: vn_version, vn_cnt (u16), vn_file, vn_aux, vn_next (u32); Elf64_Vernaux: vna_hash (u32), vna_flags, vna_other (u16), vna_name, vna_next (u32).
+  for (let at = verneed.offset, more = true; more; ) {
+    const count = data.readUInt16LE(at + 2);
+    for (let aux = at + data.readUInt32LE(at + 8), i = 0; i < count; i++) {
+      const m = /^GLIBC_(\d+\.\d+(?:\.\d+)?)$/.exec(name(data.readUInt32LE(aux + 8)));
+      if (m && (newest === null || compareGlibc(m[1], newest) > 0)) newest = m[1];
+      aux += data.readUInt32LE(aux + 12);
+    }
+    const next = data.readUInt32LE(at + 12);
+    more = next !== 0;
+    at += next;
+  }
+  return newest;
 }
 
 const FORMATS = { linux: "elf", darwin: "macho", win32: "pe" };
@@ -285,6 +334,14 @@ function checkBinary(label, data, target, kind) {
   if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static"))
     problems.push(`a ${info.kind}, not a ${kind}`);
   let more = "";
+  if (info.format === "elf" && info.libc === "glibc") {
+    // What the file asks of glibc: never newer than the floor its package promises.
+    if (info.glibc && compareGlibc(info.glibc, GLIBC_FLOOR) > 0)
+      problems.push(
+        `it asks for GLIBC_${info.glibc}, newer than the floor, glibc ${GLIBC_FLOOR} (link it with zig: node scripts/platforms.mjs --target ${target.triple})`,
+      );
+    more = `, GLIBC_${info.glibc ?? "none"} at most (floor ${GLIBC_FLOOR})`;
+  }
   if (info.format === "macho") {
     const m = checkMachO(data, target, kind, problems);
     more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed (page hashes match)" : ""}`;

@@ -3,7 +3,8 @@
 // schema/, the arrows between source files (no cycles), the
 // type check of lib/), clippy, cargo tests, the build, a check that the
 // committed binding.js and index.d.ts are what the build generates, `npm run
-// release:dry` on that build (its tarballs kept), the addon with the
+// release:dry` (the platform package built as released, linked by zig
+// against the glibc floor; its tarballs kept), the addon with the
 // `testing` feature (for the tests that inject faults), the Node tests (a
 // count of zero fails), the same again on the portable spawn path
 // (KOMA_SDK_SPAWN=portable, what macOS uses), the docs' code blocks run as
@@ -53,7 +54,8 @@ console.log(`${generated.join(" and ")} match the build`);
 // blocks install them into a project of their own (__test__/docs/).
 const tarballs = join(root, "target", "docs-test", "koma-tarballs");
 step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
-run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build", "--out", tarballs]);
+// It builds the platform package's binaries as the release does (linked against the glibc floor).
+run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--out", tarballs]);
 
 step("the addon with the testing feature (koma-sdk.testing.node)");
 run(process.execPath, [join(root, "scripts", "build.mjs"), "--testing"]);

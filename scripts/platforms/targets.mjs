@@ -2,28 +2,33 @@
 // the wheels' targets) and how each is built on a Linux x64 machine: which
 // toolchain, which standard library, which linker. The release workflows
 // build each target through the same functions (scripts/platforms.mjs
-// --target T), so what is tested here is what ships.
+// --target T), and `npm run release:dry` builds this machine's target
+// through them too, so what is tested here is what ships.
 //
-//   x86_64-unknown-linux-gnu    rustup's toolchain, the system's linker (the machine's own target)
+//   x86_64-unknown-linux-gnu    rustup's toolchain, linked by zig against glibc 2.28 (GLIBC_FLOOR)
 //   aarch64-unknown-linux-gnu   Debian's Rust (rustc-web) and its arm64 std (libstd-rust-web-dev:arm64),
-//                               linked by gcc-aarch64-linux-gnu
+//                               linked by zig against glibc 2.28
 //   *-linux-musl, *-apple-darwin Debian's Rust, std built from rust-web-src (-Zbuild-std), linked by
-//                               zig through cargo-zigbuild
+//                               zig
 //
-// Every build of Debian's Rust goes to target/rustc-web/, apart from rustup's
-// target/<triple>/ (two compilers must not share one cache), with /usr/bin
-// first on PATH in the build's processes only.
+// zig links through cargo-zigbuild. A glibc target is given to it with the
+// glibc it links against (`x86_64-unknown-linux-gnu.2.28`): the binaries then
+// ask for no symbol version newer than that, which release:dry checks.
+//
+// Every build of Debian's Rust goes to target/rustc-web/, and rustup's zig
+// builds to target/floor/, apart from `npm run build`'s target/<triple>/
+// (two compilers, or two linkers, must not share one cache: cargo would
+// rebuild everything at each switch), with /usr/bin first on PATH in the
+// build's processes only.
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { root, rustHost } from "../lib/repo.mjs";
+import { root } from "../lib/repo.mjs";
+import { GLIBC_FLOOR, MACOS_MIN } from "../release-lib.mjs";
 import { sh } from "./tools.mjs";
 
-/** The minimum macOS of both macOS targets (docs/platforms.md): Big Sur, the first with arm64. */
-export const MACOS_MIN = "11.0";
-
 export const TARGETS = [
-  { triple: "x86_64-unknown-linux-gnu", abi: "linux-x64-gnu", toolchain: "rustup" },
-  { triple: "aarch64-unknown-linux-gnu", abi: "linux-arm64-gnu", toolchain: "rustc-web", linker: "aarch64-linux-gnu-gcc" },
+  { triple: "x86_64-unknown-linux-gnu", abi: "linux-x64-gnu", toolchain: "rustup", zig: true, glibc: GLIBC_FLOOR },
+  { triple: "aarch64-unknown-linux-gnu", abi: "linux-arm64-gnu", toolchain: "rustc-web", zig: true, glibc: GLIBC_FLOOR },
   { triple: "x86_64-unknown-linux-musl", abi: "linux-x64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "aarch64-unknown-linux-musl", abi: "linux-arm64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "x86_64-apple-darwin", abi: "darwin-x64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
@@ -35,12 +40,13 @@ export function aptFor(target) {
   if (target.toolchain === "rustup") return [];
   const pkgs = ["rustc-web", "cargo-web"];
   if (target.buildStd) pkgs.push("rust-web-src");
-  if (target.triple === "aarch64-unknown-linux-gnu")
-    pkgs.push("libstd-rust-web-dev:arm64", "gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross");
+  if (target.triple === "aarch64-unknown-linux-gnu") pkgs.push("libstd-rust-web-dev:arm64");
   return pkgs;
 }
 
-export const targetDir = (target) => (target.toolchain === "rustup" ? join(root, "target") : join(root, "target", "rustc-web"));
+export const targetDir = (target) => join(root, "target", target.toolchain === "rustup" ? "floor" : "rustc-web");
+/** The target as cargo-zigbuild takes it: a glibc target with the glibc it is linked against. */
+const buildTriple = (target) => (target.glibc ? `${target.triple}.${target.glibc}` : target.triple);
 /** Where a target's outputs are collected: the addon as napi names it, koma-sim, and wheel/. */
 export const outDir = (target) => join(root, "target", "platforms", target.triple);
 export const addonName = (target) => `koma-sdk.${target.abi}.node`;
@@ -64,7 +70,6 @@ export function buildEnv(target, venvBin) {
     env.RUSTC_BOOTSTRAP = "1";
     env.CARGO_UNSTABLE_BUILD_STD = "std,panic_abort";
   }
-  if (target.linker) env[`CARGO_TARGET_${envKey(target.triple)}_LINKER`] = target.linker;
   if (target.triple.endsWith("-musl")) {
     // A musl cdylib needs the C library dynamically (the addon is loaded into a
     // musl Node); zig brings the C runtime's start files, not rustc.
@@ -88,22 +93,13 @@ function place(from, to, mode) {
   renameSync(`${to}.tmp`, to);
 }
 
-/**
- * The npm package's two binaries for `target` (release): the addon and
- * koma-sim, copied into outDir(target). The machine's own target goes
- * through scripts/build.mjs (napi build), as `npm run build` does.
- */
+/** The npm package's two binaries for `target` (release): the addon and koma-sim, copied into outDir(target). */
 export function buildNode(target, venvBin) {
   const env = buildEnv(target, venvBin);
   const rel = join(targetDir(target), target.triple, "release");
-  if (target.triple === rustHost() && target.toolchain === "rustup") {
-    sh(process.execPath, [join(root, "scripts", "build.mjs")], { cwd: root, env });
-    place(join(root, addonName(target)), join(outDir(target), addonName(target)));
-  } else {
-    cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", target.triple], env);
-    const lib = target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
-    place(join(rel, lib), join(outDir(target), addonName(target)));
-  }
+  cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", buildTriple(target)], env);
+  const lib = target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
+  place(join(rel, lib), join(outDir(target), addonName(target)));
   place(join(rel, "koma-sim"), join(outDir(target), "koma-sim"), 0o755);
   return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), "koma-sim") };
 }
@@ -118,7 +114,7 @@ export function buildTestingAddon(target, venvBin) {
     target,
     venvBin,
     "build",
-    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", target.triple],
+    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", buildTriple(target)],
     env,
   );
   const out = join(outDir(target), "koma-sdk.testing.node");
@@ -137,13 +133,14 @@ export function buildWheel(target, venvBin) {
     target,
     venvBin,
     "rustc",
-    ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", target.triple, "--", "-C", "strip=symbols"],
+    ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", buildTriple(target), "--", "-C", "strip=symbols"],
     env,
   );
   place(join(targetDir(target), target.triple, "release", "koma-sim"), join(root, "python", "koma_sdk", "bin", "koma-sim"), 0o755);
   const dir = join(outDir(target), "wheel");
   rmSync(dir, { recursive: true, force: true });
-  const compatibility = target.triple.endsWith("-musl") ? "musllinux_1_2" : "pypi";
+  // maturin has zig link a manylinux wheel against the tag's glibc.
+  const compatibility = target.triple.endsWith("-musl") ? "musllinux_1_2" : `manylinux_${target.glibc.replace(".", "_")}`;
   sh(
     join(venvBin, "maturin"),
     [
@@ -168,7 +165,7 @@ export function buildWheel(target, venvBin) {
 export function buildTests(target, venvBin) {
   const env = buildEnv(target, venvBin);
   const args = ["--release", "--locked", "--no-run", "-p", "koma-transport", "-p", "koma-sim", "--features", "koma-transport/testing"];
-  cargo(target, venvBin, "test", [...args, "--target", target.triple], env);
+  cargo(target, venvBin, "test", [...args, "--target", buildTriple(target)], env);
   const deps = join(targetDir(target), target.triple, "release", "deps");
   return readdirSync(deps).filter((f) => /-[0-9a-f]{16}$/.test(f) && existsSync(join(deps, f)));
 }
