@@ -9,14 +9,18 @@
 //                               linked by gcc-aarch64-linux-gnu
 //   *-linux-musl, *-apple-darwin Debian's Rust, std built from rust-web-src (-Zbuild-std), linked by
 //                               zig through cargo-zigbuild
+//   x86_64-pc-windows-msvc      built as x86_64-pc-windows-gnu: Debian's Rust, std built from
+//                               rust-web-src, linked by gcc-mingw-w64; the addon against an import
+//                               library of node.exe's Node-API (docs/windows.md says why the package
+//                               is named -msvc)
 //
 // Every build of Debian's Rust goes to target/rustc-web/, apart from rustup's
 // target/<triple>/ (two compilers must not share one cache), with /usr/bin
 // first on PATH in the build's processes only.
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { root, rustHost } from "../lib/repo.mjs";
-import { sh } from "./tools.mjs";
+import { cacheDir, out, runtime, sh } from "./tools.mjs";
 
 /** The minimum macOS of both macOS targets (docs/platforms.md): Big Sur, the first with arm64. */
 export const MACOS_MIN = "11.0";
@@ -28,7 +32,21 @@ export const TARGETS = [
   { triple: "aarch64-unknown-linux-musl", abi: "linux-arm64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "x86_64-apple-darwin", abi: "darwin-x64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
   { triple: "aarch64-apple-darwin", abi: "darwin-arm64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
+  {
+    triple: "x86_64-pc-windows-msvc",
+    cargoTriple: "x86_64-pc-windows-gnu",
+    abi: "win32-x64-msvc",
+    toolchain: "rustc-web",
+    buildStd: true,
+    linker: "x86_64-w64-mingw32-gcc",
+    windows: true,
+  },
 ];
+
+/** The triple cargo builds for: the target's own, or (Windows) the GNU one that this machine's toolchain links. */
+export const cargoTriple = (target) => target.cargoTriple ?? target.triple;
+const libName = (target) => (target.windows ? "koma_sdk_node.dll" : target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so");
+export const simName = (target) => (target.windows ? "koma-sim.exe" : "koma-sim");
 
 /** Debian's packages a target's build needs. */
 export function aptFor(target) {
@@ -37,6 +55,7 @@ export function aptFor(target) {
   if (target.buildStd) pkgs.push("rust-web-src");
   if (target.triple === "aarch64-unknown-linux-gnu")
     pkgs.push("libstd-rust-web-dev:arm64", "gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross");
+  if (target.windows) pkgs.push("gcc-mingw-w64-x86-64", "mingw-w64-tools");
   return pkgs;
 }
 
@@ -64,7 +83,9 @@ export function buildEnv(target, venvBin) {
     env.RUSTC_BOOTSTRAP = "1";
     env.CARGO_UNSTABLE_BUILD_STD = "std,panic_abort";
   }
-  if (target.linker) env[`CARGO_TARGET_${envKey(target.triple)}_LINKER`] = target.linker;
+  if (target.linker) env[`CARGO_TARGET_${envKey(cargoTriple(target))}_LINKER`] = target.linker;
+  // The addon links against node.exe's Node-API through an import library (see `libnode`).
+  if (target.windows) env.LIBNODE_PATH = libnode();
   if (target.triple.endsWith("-musl")) {
     // A musl cdylib needs the C library dynamically (the addon is loaded into a
     // musl Node); zig brings the C runtime's start files, not rustc.
@@ -73,6 +94,32 @@ export function buildEnv(target, venvBin) {
   // Without it zig stamps the Mach-O files with its own SDK's version as their minimum.
   if (target.macos) env.MACOSX_DEPLOYMENT_TARGET = MACOS_MIN;
   return env;
+}
+
+/**
+ * The import library napi-build links the Windows addon with: node.exe's
+ * `napi_*` and `node_api_*` exports (gendef), as `libnode.dll.a` (dlltool),
+ * beside an empty `libnode.dll` (napi-build only checks that it exists).
+ * With napi's default dyn-symbols the addon imports nothing from it; it
+ * only lets the link succeed. Kept in the cache; its folder.
+ */
+export function libnode() {
+  const dir = join(cacheDir(), "libnode-win-x64");
+  if (existsSync(join(dir, "libnode.dll.a"))) return dir;
+  const node = runtime("node-win");
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const exports = out("gendef", ["-", node], { stdio: ["ignore", "pipe", "ignore"] })
+    .split("\n")
+    .filter((l) => /^(napi|node_api)_\w+$/.test(l.trim()))
+    .map((l) => l.trim());
+  if (exports.length < 100) throw new Error(`gendef found ${exports.length} Node-API exports in ${node}`);
+  writeFileSync(join(tmp, "node.def"), `LIBRARY node.exe\nEXPORTS\n${exports.join("\n")}\n`);
+  sh("x86_64-w64-mingw32-dlltool", ["-d", "node.def", "-l", "libnode.dll.a", "-D", "node.exe"], { cwd: tmp });
+  writeFileSync(join(tmp, "libnode.dll"), "");
+  renameSync(tmp, dir);
+  return dir;
 }
 
 /** cargo for this target: `cargo-zigbuild <sub>` where zig links, else cargo. */
@@ -95,17 +142,22 @@ function place(from, to, mode) {
  */
 export function buildNode(target, venvBin) {
   const env = buildEnv(target, venvBin);
-  const rel = join(targetDir(target), target.triple, "release");
+  const rel = join(targetDir(target), cargoTriple(target), "release");
   if (target.triple === rustHost() && target.toolchain === "rustup") {
     sh(process.execPath, [join(root, "scripts", "build.mjs")], { cwd: root, env });
     place(join(root, addonName(target)), join(outDir(target), addonName(target)));
   } else {
-    cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", target.triple], env);
-    const lib = target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
-    place(join(rel, lib), join(outDir(target), addonName(target)));
+    cargo(
+      target,
+      venvBin,
+      "build",
+      ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", cargoTriple(target)],
+      env,
+    );
+    place(join(rel, libName(target)), join(outDir(target), addonName(target)));
   }
-  place(join(rel, "koma-sim"), join(outDir(target), "koma-sim"), 0o755);
-  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), "koma-sim") };
+  place(join(rel, simName(target)), join(outDir(target), simName(target)), 0o755);
+  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), simName(target)) };
 }
 
 /**
@@ -118,11 +170,11 @@ export function buildTestingAddon(target, venvBin) {
     target,
     venvBin,
     "build",
-    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", target.triple],
+    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", cargoTriple(target)],
     env,
   );
   const out = join(outDir(target), "koma-sdk.testing.node");
-  place(join(env.CARGO_TARGET_DIR, target.triple, "release", target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so"), out);
+  place(join(env.CARGO_TARGET_DIR, cargoTriple(target), "release", libName(target)), out);
   return out;
 }
 

@@ -25,6 +25,7 @@ mod deferred;
 mod error;
 mod function;
 mod js;
+mod node_symbol;
 mod reference;
 mod strings;
 mod tsfn;
