@@ -23,6 +23,9 @@
 //       --no-run   build (and for the release workflows, pack) only
 //       --out DIR  keep the packages: DIR/main/, DIR/platform/ (tarballs), and
 //                  DIR/wheels/ (the release workflows upload these)
+//   node scripts/platforms.mjs --windows-smoke
+//       CI's smoke of Windows (.ci/run, `npm run test:windows`): the addon and
+//       koma-sim.exe built, then under wine a turn, the hard kill, npm's .cmd shims
 //   node scripts/platforms.mjs --check-targets
 //       the check that CI runs (.ci/run, `npm run check:targets`): the whole
 //       workspace, every target (tests, benches, examples) with the testing
@@ -107,8 +110,28 @@ async function checkTargets() {
   );
 }
 
+/**
+ * CI's smoke of Windows (.ci/run, `npm run test:windows`): the Windows addon
+ * and koma-sim.exe built (the dev profile, std and the dependencies kept in
+ * the cache), then, in Windows' Node under wine, a turn, the hard kill and
+ * npm's .cmd shims (scripts/platforms/wine.mjs). The full Windows row is
+ * `--target windows`.
+ */
+async function windowsSmoke() {
+  const started = Date.now();
+  const target = t.TARGETS.find((x) => x.windows);
+  tools.apt([...t.aptFor(target), "wine64", "wine"]);
+  // No venv: this build needs none of its tools (zig, maturin).
+  const bin = t.buildWindowsSmoke(target, join(tools.cacheDir(), "venv", "bin"));
+  const built = Date.now() - started;
+  const out = join(t.outDir(target), "smoke");
+  for (const line of await wine.windowsSmoke(bin, out)) console.log(`ok ${line}`);
+  console.log(`test:windows: passed (build ${secs(built)}, total ${secs(Date.now() - started)})`);
+}
+
 async function main() {
   if (flag("--check-targets")) return checkTargets();
+  if (flag("--windows-smoke")) return windowsSmoke();
   const known = t.TARGETS.map((x) => x.triple);
   // `windows` names the Windows target (its row runs under wine).
   const only = value("--target")

@@ -224,3 +224,15 @@ export function buildTests(target, venvBin) {
   const deps = join(targetDir(target), target.triple, "release", "deps");
   return readdirSync(deps).filter((f) => /-[0-9a-f]{16}$/.test(f) && existsSync(join(deps, f)));
 }
+
+/**
+ * The Windows addon and koma-sim.exe for CI's smoke (the dev profile, in a
+ * target folder in the cache outside the clone, so that std and the
+ * dependencies are built once per machine): {addon, sim}.
+ */
+export function buildWindowsSmoke(target, venvBin) {
+  const env = { ...buildEnv(target, venvBin), CARGO_TARGET_DIR: join(cacheDir(), "target-windows-smoke") };
+  cargo(target, venvBin, "build", ["--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", cargoTriple(target)], env);
+  const dev = join(env.CARGO_TARGET_DIR, cargoTriple(target), "debug");
+  return { addon: join(dev, libName(target)), sim: join(dev, simName(target)) };
+}

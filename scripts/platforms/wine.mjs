@@ -16,6 +16,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { writeFakeKoma } from "../../__test__/windows/fake-koma.mjs";
 import { root } from "../lib/repo.mjs";
 import { tapCounts, testFiles } from "../node-tests.mjs";
 import * as tools from "./tools.mjs";
@@ -117,7 +118,7 @@ async function gone(marker, limitMs) {
  * the loader looks for in the official Node, the testing addon, and
  * bin/koma-sim.exe); node_modules is this checkout's, linked.
  */
-function stage(dir, binaries) {
+export function stage(dir, binaries) {
   rmSync(dir, { recursive: true, force: true });
   const files = tools.out("git", ["ls-files", "-z"], { cwd: root }).split("\0").filter(Boolean);
   for (const f of files) if (existsSync(join(root, f))) cpSync(join(root, f), join(dir, f));
@@ -150,36 +151,16 @@ function tapResults(text) {
   return { ...c, failed };
 }
 
-/** The small package whose `npm install -g` writes the .cmd shims: a Node script and a native program. */
+/** fake-koma (__test__/windows/fake-koma.mjs), packed by this machine's npm; the tarball's name. */
 function fakeKoma(dir, sim) {
-  mkdirSync(join(dir, "bin"), { recursive: true });
-  writeFileSync(
-    join(dir, "package.json"),
-    JSON.stringify({ name: "fake-koma", version: "1.0.0", bin: { "fake-koma": "cli.js", "koma-native": "bin/koma-native.exe" } }),
-  );
-  // Records how it was started, then runs koma-sim on the same stdio.
-  writeFileSync(
-    join(dir, "cli.js"),
-    `#!/usr/bin/env node
-const { writeFileSync } = require("node:fs");
-const { spawn } = require("node:child_process");
-const keep = /^(path|koma_danger)$/i;
-writeFileSync(process.env.FAKE_KOMA_RECORD, JSON.stringify({
-  argv: process.argv, pid: process.pid, ppid: process.ppid, execPath: process.execPath,
-  env: Object.fromEntries(Object.keys(process.env).filter((k) => keep.test(k)).map((k) => [k, process.env[k]])),
-}));
-const child = spawn(process.env.FAKE_KOMA_SIM, process.argv.slice(2), { stdio: "inherit" });
-child.on("exit", (code) => process.exit(code ?? 1));
-`,
-  );
-  cpSync(sim, join(dir, "bin", "koma-native.exe"));
+  writeFakeKoma(dir, sim);
   return tools
     .out("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], { cwd: dir })
     .match(/"filename": "([^"]+)"/)[1];
 }
 
 /** The Windows-only tests: npm's shims written by `npm install -g` (Windows npm under wine) into a prefix with `&`, `%PATH%` and `^` in its name. */
-async function windowsOnly(node, dir, env, outDir) {
+export async function windowsOnly(node, dir, env, outDir, pattern = null) {
   const work = mkdtempSync(join(outDir, "win-"));
   const prefix = join(work, "npm & co %PATH% ^x");
   const pkg = join(work, "fake-koma");
@@ -204,7 +185,13 @@ async function windowsOnly(node, dir, env, outDir) {
   const log = join(outDir, "windows-only.tap");
   const r = await wineNode(
     node,
-    ["--test", "--test-reporter=tap", `--test-reporter-destination=${winPath(log)}`, join("__test__", "windows", "windows.test.mjs")],
+    [
+      "--test",
+      "--test-reporter=tap",
+      `--test-reporter-destination=${winPath(log)}`,
+      ...(pattern ? [`--test-name-pattern=${pattern}`] : []),
+      join("__test__", "windows", "windows.test.mjs"),
+    ],
     {
       cwd: dir,
       env: { ...env, KOMA_WIN_NPM_PREFIX: winPath(prefix), KOMA_WIN_WORK: winPath(work) },
@@ -220,7 +207,7 @@ async function windowsOnly(node, dir, env, outDir) {
 }
 
 /** A Windows Node, SIGKILLed, with a client of koma-sim whose tool runs: afterwards no koma-sim and no tool is left. */
-async function hardKill(node, dir, env, outDir) {
+export async function hardKill(node, dir, env, outDir) {
   const work = mkdtempSync(join(outDir, "hard-kill-"));
   // A copy of koma-sim.exe of its own: every process of this run has this folder in its command line.
   const marker = basename(work);
@@ -331,4 +318,31 @@ export async function windowsSuite(binaries, outDir) {
     ok,
     failed,
   };
+}
+
+/**
+ * CI's smoke of Windows (`npm run test:windows`, in .ci/run): in Windows'
+ * Node under wine, a turn (examples/run.mjs), the hard kill, and npm's .cmd
+ * shims (the Windows-only tests of both shims). The full row is `npm run
+ * platforms -- --target windows`. Throws on a failure; returns lines.
+ */
+export async function windowsSmoke(binaries, outDir) {
+  mkdirSync(outDir, { recursive: true });
+  const env = { ...wineEnv(), KOMA_SIM_DELAY_MS: "0" };
+  delete env.KOMA_SIM_PATH;
+  delete env.NODE_TEST_CONTEXT;
+  const node = tools.runtime("node-win");
+  const dir = stage(join(outDir, "repo"), binaries);
+  const lines = [];
+  const turn = await wineNode(node, [join("examples", "run.mjs")], { cwd: dir, env, log: join(outDir, "run.log"), timeoutMs: 5 * 60000 });
+  if (turn.code !== 0 || !/\[completed;/.test(turn.text))
+    throw new Error(`examples/run.mjs under wine failed (exit ${turn.code}): ${turn.text.slice(-2000)}`);
+  lines.push(`examples/run.mjs in Windows Node ${tools.RUNTIMES["node-win"].version} under wine: ${turn.text.trim().split("\n").pop()}`);
+  const k = await hardKill(node, dir, env, outDir);
+  if (!k.ok) throw new Error(`hard kill: ${k.what}`);
+  lines.push(`hard kill: ${k.what}`);
+  const w = await windowsOnly(node, dir, env, outDir, "npm shim");
+  if (w.fail || w.pass < 2) throw new Error(`the .cmd shim tests: ${w.pass} passed, ${w.fail} failed (${w.failed.join("; ")})`);
+  lines.push(`npm's .cmd shims (npm install -g under wine), a Node script's and a native program's: ${w.pass} tests passed`);
+  return lines;
 }
