@@ -180,6 +180,7 @@ export const NOT_UNDER_WINE = [
       /^hold: 64 pending/,
       /^run-crash-mid-turn-partial-result$/,
       /^a turn that fails: koma crashes mid-turn/,
+      /^a failure is a note on the channel, with the error$/,
     ],
   },
   {
