@@ -79,7 +79,7 @@ for (const pidfd of [true, false]) {
 test("200 clients open, the Node process killed with SIGKILL: no koma is left", {
   timeout: 120000,
   skip: linuxOnly("koma's death with a SIGKILLed parent"),
-}, async () => {
+}, async (t) => {
   const child = spawn(
     process.execPath,
     [
@@ -98,6 +98,8 @@ test("200 clients open, the Node process killed with SIGKILL: no koma is left", 
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
+  // A failed check must not leave it running (this file would never end).
+  t.after(() => child.kill("SIGKILL"));
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   while (!out.includes("\n")) await once(child.stdout, "data");
@@ -132,12 +134,16 @@ const workerSource = `
 
 test("clients in several Workers: one Worker terminated with requests in flight stops its children, the others go on", {
   timeout: 120000,
-}, async () => {
+}, async (t) => {
+  const workers = [];
+  // A failed check must not leave a Worker running (this file would never end).
+  t.after(() => Promise.all(workers.map((w) => w.terminate())));
   const start = (hang) => {
     const w = new Worker(workerSource, {
       eval: true,
       workerData: { sim: SIM, clients: 10, hang, env: simEnv(hang ? { KOMA_SIM_FAULT: "never_answer" } : {}) },
     });
+    workers.push(w);
     const msgs = [];
     w.on("message", (m) => msgs.push(m));
     return { w, msgs, exited: once(w, "exit") };

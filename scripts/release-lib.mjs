@@ -26,6 +26,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { isSystemLibrary, readMachO } from "./lib/macho.mjs";
+import { isSystemDll, readPE } from "./lib/pe.mjs";
 import { serve } from "./lib/registry.mjs";
 import { root } from "./lib/repo.mjs";
 
@@ -346,6 +347,10 @@ function checkBinary(label, data, target, kind) {
     const m = checkMachO(data, target, kind, problems);
     more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed (page hashes match)" : ""}`;
   }
+  if (info.format === "pe") {
+    const p = checkPE(data, target, kind, problems);
+    more = `, ${p.subsystem} subsystem, imports ${p.imports.join(" ")}${kind === "shared" ? ", exports napi_register_module_v1" : ""}`;
+  }
   if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
   return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}${more}`;
 }
@@ -366,6 +371,29 @@ export function checkMachO(data, target, kind, problems) {
   if (target.arch === "arm64" && !m.signed) problems.push("has no code signature (macOS on arm64 runs no unsigned code)");
   if (m.signed && !m.signatureValid) problems.push("has a code signature whose page hashes do not match the file (macOS kills it)");
   return m;
+}
+
+/**
+ * What a PE file of the Windows package must say: its cpu, a DLL for the
+ * addon (exporting Node-API's entry point) and a console program for
+ * koma-sim.exe, and only Windows' own DLLs imported (a user's Windows has
+ * nothing else; `also` names more that may be, as the wheel's python3.dll).
+ * With napi's dyn-symbols the addon imports nothing from node.exe, so it
+ * loads in a Node whose executable has another name. Problems are added to
+ * `problems`.
+ */
+export function checkPE(data, target, kind, problems, also = []) {
+  const p = readPE(data);
+  if (p.cpu !== target.arch) problems.push(`machine ${p.cpu}, not ${target.arch}`);
+  if (kind === "shared" && !p.dll) problems.push("not a DLL");
+  if (kind === "executable" && (p.dll || p.subsystem !== "console"))
+    problems.push(`not a console program (${p.dll ? "a DLL" : `${p.subsystem} subsystem`})`);
+  const allowed = (d) => isSystemDll(d) || also.some((a) => a.toLowerCase() === d.toLowerCase());
+  const foreign = p.imports.filter((d) => !allowed(d));
+  if (foreign.length) problems.push(`imports DLLs that are not Windows' own: ${foreign.join(", ")}`);
+  if (kind === "shared" && !p.exports.includes("napi_register_module_v1"))
+    problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
+  return { ...p, imports: [...new Set(p.imports.map((d) => d.toLowerCase()))] };
 }
 
 // ---------------------------------------------------------------- checks
@@ -595,7 +623,7 @@ export function findTarballs(dir) {
  * loopback address, and for each target install the main package by name
  * into an empty folder as that platform would (`npm install --os --cpu
  * --libc`): npm must add exactly that target's package, and on a platform of
- * none (win32 x64) none. With `keep`, the install for a platform is left in
+ * none (win32 ia32) none. With `keep`, the install for a platform is left in
  * `keep(platform)`'s folder (the Windows check runs from it). Lines of report.
  */
 export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
@@ -607,7 +635,7 @@ export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
   try {
     const cases = [
       ...targets.map((t) => ({ os: t.platform, cpu: t.arch, libc: t.libc, want: `${name}-${t.abi}` })),
-      { os: "win32", cpu: "x64", libc: null, want: null },
+      { os: "win32", cpu: "ia32", libc: null, want: null },
     ];
     for (const c of cases) {
       const label = [c.os, c.cpu, c.libc].filter(Boolean).join("-");

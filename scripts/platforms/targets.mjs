@@ -10,6 +10,10 @@
 //                               linked by zig against glibc 2.28
 //   *-linux-musl, *-apple-darwin Debian's Rust, std built from rust-web-src (-Zbuild-std), linked by
 //                               zig
+//   x86_64-pc-windows-msvc      built as x86_64-pc-windows-gnu: Debian's Rust, std built from
+//                               rust-web-src, linked by gcc-mingw-w64; the addon against an import
+//                               library of node.exe's Node-API (docs/windows.md says why the package
+//                               is named -msvc)
 //
 // zig links through cargo-zigbuild. A glibc target is given to it with the
 // glibc it links against (`x86_64-unknown-linux-gnu.2.28`): the binaries then
@@ -20,11 +24,11 @@
 // (two compilers, or two linkers, must not share one cache: cargo would
 // rebuild everything at each switch), with /usr/bin first on PATH in the
 // build's processes only.
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { root } from "../lib/repo.mjs";
 import { GLIBC_FLOOR, MACOS_MIN } from "../release-lib.mjs";
-import { sh } from "./tools.mjs";
+import { cacheDir, out, runtime, sh } from "./tools.mjs";
 
 export const TARGETS = [
   { triple: "x86_64-unknown-linux-gnu", abi: "linux-x64-gnu", toolchain: "rustup", zig: true, glibc: GLIBC_FLOOR },
@@ -33,7 +37,21 @@ export const TARGETS = [
   { triple: "aarch64-unknown-linux-musl", abi: "linux-arm64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "x86_64-apple-darwin", abi: "darwin-x64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
   { triple: "aarch64-apple-darwin", abi: "darwin-arm64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
+  {
+    triple: "x86_64-pc-windows-msvc",
+    cargoTriple: "x86_64-pc-windows-gnu",
+    abi: "win32-x64-msvc",
+    toolchain: "rustc-web",
+    buildStd: true,
+    linker: "x86_64-w64-mingw32-gcc",
+    windows: true,
+  },
 ];
+
+/** The triple cargo builds for: the target's own, or (Windows) the GNU one that this machine's toolchain links. */
+export const cargoTriple = (target) => target.cargoTriple ?? target.triple;
+const libName = (target) => (target.windows ? "koma_sdk_node.dll" : target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so");
+export const simName = (target) => (target.windows ? "koma-sim.exe" : "koma-sim");
 
 /** Debian's packages a target's build needs. */
 export function aptFor(target) {
@@ -41,12 +59,13 @@ export function aptFor(target) {
   const pkgs = ["rustc-web", "cargo-web"];
   if (target.buildStd) pkgs.push("rust-web-src");
   if (target.triple === "aarch64-unknown-linux-gnu") pkgs.push("libstd-rust-web-dev:arm64");
+  if (target.windows) pkgs.push("gcc-mingw-w64-x86-64", "mingw-w64-tools");
   return pkgs;
 }
 
 export const targetDir = (target) => join(root, "target", target.toolchain === "rustup" ? "floor" : "rustc-web");
 /** The target as cargo-zigbuild takes it: a glibc target with the glibc it is linked against. */
-const buildTriple = (target) => (target.glibc ? `${target.triple}.${target.glibc}` : target.triple);
+const buildTriple = (target) => (target.glibc ? `${cargoTriple(target)}.${target.glibc}` : cargoTriple(target));
 /** Where a target's outputs are collected: the addon as napi names it, koma-sim, and wheel/. */
 export const outDir = (target) => join(root, "target", "platforms", target.triple);
 export const addonName = (target) => `koma-sdk.${target.abi}.node`;
@@ -70,6 +89,9 @@ export function buildEnv(target, venvBin) {
     env.RUSTC_BOOTSTRAP = "1";
     env.CARGO_UNSTABLE_BUILD_STD = "std,panic_abort";
   }
+  if (target.linker) env[`CARGO_TARGET_${envKey(cargoTriple(target))}_LINKER`] = target.linker;
+  // The addon links against node.exe's Node-API through an import library (see `libnode`).
+  if (target.windows) env.LIBNODE_PATH = libnode();
   if (target.triple.endsWith("-musl")) {
     // A musl cdylib needs the C library dynamically (the addon is loaded into a
     // musl Node); zig brings the C runtime's start files, not rustc.
@@ -78,6 +100,32 @@ export function buildEnv(target, venvBin) {
   // Without it zig stamps the Mach-O files with its own SDK's version as their minimum.
   if (target.macos) env.MACOSX_DEPLOYMENT_TARGET = MACOS_MIN;
   return env;
+}
+
+/**
+ * The import library napi-build links the Windows addon with: node.exe's
+ * `napi_*` and `node_api_*` exports (gendef), as `libnode.dll.a` (dlltool),
+ * beside an empty `libnode.dll` (napi-build only checks that it exists).
+ * With napi's default dyn-symbols the addon imports nothing from it; it
+ * only lets the link succeed. Kept in the cache; its folder.
+ */
+export function libnode() {
+  const dir = join(cacheDir(), "libnode-win-x64");
+  if (existsSync(join(dir, "libnode.dll.a"))) return dir;
+  const node = runtime("node-win");
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const exports = out("gendef", ["-", node], { stdio: ["ignore", "pipe", "ignore"] })
+    .split("\n")
+    .filter((l) => /^(napi|node_api)_\w+$/.test(l.trim()))
+    .map((l) => l.trim());
+  if (exports.length < 100) throw new Error(`gendef found ${exports.length} Node-API exports in ${node}`);
+  writeFileSync(join(tmp, "node.def"), `LIBRARY node.exe\nEXPORTS\n${exports.join("\n")}\n`);
+  sh("x86_64-w64-mingw32-dlltool", ["-d", "node.def", "-l", "libnode.dll.a", "-D", "node.exe"], { cwd: tmp });
+  writeFileSync(join(tmp, "libnode.dll"), "");
+  renameSync(tmp, dir);
+  return dir;
 }
 
 /** cargo for this target: `cargo-zigbuild <sub>` where zig links, else cargo. */
@@ -96,12 +144,11 @@ function place(from, to, mode) {
 /** The npm package's two binaries for `target` (release): the addon and koma-sim, copied into outDir(target). */
 export function buildNode(target, venvBin) {
   const env = buildEnv(target, venvBin);
-  const rel = join(targetDir(target), target.triple, "release");
+  const rel = join(targetDir(target), cargoTriple(target), "release");
   cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", buildTriple(target)], env);
-  const lib = target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
-  place(join(rel, lib), join(outDir(target), addonName(target)));
-  place(join(rel, "koma-sim"), join(outDir(target), "koma-sim"), 0o755);
-  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), "koma-sim") };
+  place(join(rel, libName(target)), join(outDir(target), addonName(target)));
+  place(join(rel, simName(target)), join(outDir(target), simName(target)), 0o755);
+  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), simName(target)) };
 }
 
 /**
@@ -118,7 +165,7 @@ export function buildTestingAddon(target, venvBin) {
     env,
   );
   const out = join(outDir(target), "koma-sdk.testing.node");
-  place(join(env.CARGO_TARGET_DIR, target.triple, "release", target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so"), out);
+  place(join(env.CARGO_TARGET_DIR, cargoTriple(target), "release", libName(target)), out);
   return out;
 }
 
@@ -140,7 +187,7 @@ export function buildWheel(target, venvBin) {
   const dir = join(outDir(target), "wheel");
   rmSync(dir, { recursive: true, force: true });
   // maturin has zig link a manylinux wheel against the tag's glibc.
-  const compatibility = target.triple.endsWith("-musl") ? "musllinux_1_2" : `manylinux_${target.glibc.replace(".", "_")}`;
+  const compatibility = target.glibc ? `manylinux_${target.glibc.replace(".", "_")}` : "musllinux_1_2";
   sh(
     join(venvBin, "maturin"),
     [
@@ -168,4 +215,16 @@ export function buildTests(target, venvBin) {
   cargo(target, venvBin, "test", [...args, "--target", buildTriple(target)], env);
   const deps = join(targetDir(target), target.triple, "release", "deps");
   return readdirSync(deps).filter((f) => /-[0-9a-f]{16}$/.test(f) && existsSync(join(deps, f)));
+}
+
+/**
+ * The Windows addon and koma-sim.exe for CI's smoke (the dev profile, in a
+ * target folder in the cache outside the clone, so that std and the
+ * dependencies are built once per machine): {addon, sim}.
+ */
+export function buildWindowsSmoke(target, venvBin) {
+  const env = { ...buildEnv(target, venvBin), CARGO_TARGET_DIR: join(cacheDir(), "target-windows-smoke") };
+  cargo(target, venvBin, "build", ["--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", cargoTriple(target)], env);
+  const dev = join(env.CARGO_TARGET_DIR, cargoTriple(target), "debug");
+  return { addon: join(dev, libName(target)), sim: join(dev, simName(target)) };
 }

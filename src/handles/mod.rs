@@ -28,6 +28,7 @@ mod error;
 mod finalizer;
 mod function;
 mod js;
+mod node_symbol;
 mod reference;
 mod strings;
 mod tsfn;

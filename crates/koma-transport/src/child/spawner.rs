@@ -27,8 +27,12 @@ use tokio::sync::oneshot;
 
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
+#[cfg(unix)]
 use super::raw_spawn::RawSpawn;
+#[cfg(unix)]
 use super::wait::kill_and_reap;
+#[cfg(windows)]
+use super::windows::spawn::RawSpawn;
 
 struct Request {
     options: LaunchOptions,
@@ -72,7 +76,7 @@ fn run(rx: mpsc::Receiver<Message>) {
                 // The caller may be gone (its client closed meanwhile): nothing else
                 // will supervise this child, so stop and reap it now.
                 if let Err(Ok(orphan)) = req.reply.send(r) {
-                    kill_and_reap(orphan.pid);
+                    abandon(orphan);
                 }
             }
             Message::End(runtime) => {
@@ -81,6 +85,17 @@ fn run(rx: mpsc::Receiver<Message>) {
             }
         }
     }
+}
+
+/// A child nothing will supervise: stopped (with its group, or its job) and reaped.
+#[cfg(unix)]
+fn abandon(orphan: RawSpawn) {
+    kill_and_reap(orphan.pid);
+}
+
+#[cfg(windows)]
+fn abandon(orphan: RawSpawn) {
+    orphan.job.terminate();
 }
 
 impl SpawnerThread {
@@ -122,10 +137,16 @@ impl Paths {
         }
     }
 
-    /// Elsewhere every mode is the portable path.
-    #[cfg(not(target_os = "linux"))]
+    /// Elsewhere on Unix every mode is the portable path.
+    #[cfg(all(unix, not(target_os = "linux")))]
     fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
         super::portable::spawn(options)
+    }
+
+    /// On Windows there is one path (see `windows/spawn.rs`), whatever the mode.
+    #[cfg(windows)]
+    fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
+        super::windows::spawn::spawn(options)
     }
 }
 
