@@ -3,10 +3,8 @@
 //! wrong type, an unknown key or a bad value is `invalid_params` naming it.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use koma_transport::child::SpawnMode;
 use koma_transport::turns::ApprovalOption;
 use koma_transport::{ErrorCode, KomaError};
 use napi::bindgen_prelude::{FromNapiValue, Object, Unknown};
@@ -241,21 +239,4 @@ pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Resul
     args.timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
     args.signal = signal(js, &obj, what)?;
     Ok(args)
-}
-
-/// How children are started, from `KOMA_SDK_SPAWN` (read once per process):
-/// unset or `auto`, `no-pidfd` (Linux without pidfds) or `portable` (the
-/// portable Unix path, as on macOS).
-pub fn spawn_mode() -> Result<SpawnMode, KomaError> {
-    static MODE: OnceLock<Result<SpawnMode, String>> = OnceLock::new();
-    MODE.get_or_init(|| match std::env::var("KOMA_SDK_SPAWN").as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(SpawnMode::Auto),
-        Ok("no-pidfd") => Ok(SpawnMode::NoPidfd),
-        Ok("portable") => Ok(SpawnMode::Portable),
-        Ok(other) => {
-            Err(format!("new Client: KOMA_SDK_SPAWN={other:?} is not a spawn mode (auto, no-pidfd or portable)"))
-        }
-    })
-    .clone()
-    .map_err(invalid)
 }
