@@ -286,10 +286,7 @@ test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fai
   const out = JSON.parse(r.stdout);
   assert.equal(out.code, "invalid_params");
   // The core's message, word for word the one koma_sdk gives (python/tests/test_client.py).
-  assert.equal(
-    out.message,
-    'KOMA_SDK_SPAWN="pidfd-please" names no spawn path: it must be `auto`, `no-pidfd`, `portable`, or unset',
-  );
+  assert.equal(out.message, 'KOMA_SDK_SPAWN="pidfd-please" names no spawn path: it must be `auto`, `no-pidfd`, `portable`, or unset');
 });
 
 test("unknown option keys are invalid_params naming the key, and nothing is written", async (t) => {

@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::rc::Rc;
-use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::environment::process_settings;
@@ -27,9 +26,6 @@ use crate::telemetry;
 use crate::trace;
 use crate::turn;
 use crate::values::as_string;
-
-/// How long the first call waits for hello unless `helloTimeout` says otherwise.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The label the core puts on traces (`[koma-sdk pid 1234] -> ...`) and internal errors.
 const LABEL: &str = "koma-sdk";
@@ -71,7 +67,7 @@ fn connection_options(options: &ClientOptions) -> std::result::Result<Connection
         trace: options.trace.unwrap_or(false) || settings.trace,
         label: LABEL.into(),
         hello_timeout: match options.hello_timeout {
-            None => Some(HELLO_TIMEOUT),
+            None => Some(koma_transport::surface::HELLO_TIMEOUT),
             Some(ms) => ms.map(duration),
         },
         wording: Wording { naming: Naming::Camel, durations: DurationUnit::Milliseconds },

@@ -383,6 +383,15 @@ impl NativeClient {
         guarded(py, "reading the phase", || Ok(self.conn.is_closed()))
     }
 
+    /// Keep the frames from now on too (the `koma_sdk.trace` logger was
+    /// enabled for DEBUG after the client was made): they come with the wakes.
+    fn keep_frames(&self, py: Python<'_>) -> PyResult<()> {
+        guarded(py, "keeping the frames", || {
+            self.conn.keep_trace(TraceKinds { frames: true, stderr: false, notes: false });
+            Ok(())
+        })
+    }
+
     /// Stop the child's whole group at once (the client was collected).
     fn kill_now(&self, py: Python<'_>) -> PyResult<()> {
         guarded(py, "stopping the child", || {

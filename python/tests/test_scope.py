@@ -270,7 +270,9 @@ async def test_a_loop_that_ends_with_the_turn_is_not_left(fake_koma: FakeKomaFac
     del turn
     gc.collect()
     await c.state()  # answered after koma read everything written before it
-    assert koma.methods() == ["create", "submit", "state"], "no interrupt: the loop ended with its turn, it was not left"
+    assert koma.methods() == ["create", "submit", "state"], (
+        "no interrupt: the loop ended with its turn, it was not left"
+    )
     with pytest.raises(KomaError):
         await c.request("no_such_method")  # the client goes on (a local refusal, not a hang)
 
