@@ -65,6 +65,7 @@ pub fn counter_layout() -> std::collections::HashMap<String, u32> {
 /// counted(), counters }`, batches lent by hand as a client lends them, and
 /// overflows, over the core's own counters and bound.
 #[napi(js_name = "__countingRig", skip_typescript)]
+#[cfg_attr(test, allow(dead_code))] // called from JavaScript only
 pub fn counting_rig(env: &napi::Env) -> napi::Result<Object<'_>> {
     type Rig = Rc<RefCell<koma_transport::connection::CountingRig>>;
     let js = Js::new(env);

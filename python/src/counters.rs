@@ -74,6 +74,9 @@ impl Drop for SharedView {
     }
 }
 
+/// A batch as a stream's `take()` gives it: `(0, json, lifts)`.
+type Batch<'py> = (u8, Bound<'py, PyBytes>, Bound<'py, PyList>);
+
 /// The core's side of the shared counters, driven by a test: batches lent
 /// by hand, each as a client lends one, and overflows.
 #[pyclass(module = "koma_sdk._native")]
@@ -98,7 +101,7 @@ impl CountingRig {
     }
 
     /// The next batch as a stream's `take()` gives it (`(0, json, lifts)`), or None.
-    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(u8, Bound<'py, PyBytes>, Bound<'py, PyList>)>> {
+    fn take<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Batch<'py>>> {
         let Some(json) = self.rig.pull() else { return Ok(None) };
         Ok(Some((0, PyBytes::new(py, json.as_bytes()), PyList::empty(py))))
     }

@@ -52,9 +52,9 @@ impl CountingRig {
     }
 
     /// Queue a batch of events of these frame sizes (their seqs go on from
-    /// 1) for the next [`CountingRig::pull`]; `counting` is the number of a
-    /// [`Counting`]. A counted batch's events count against the bound from
-    /// now, as an event counts from the moment it is read.
+    /// one) for the next [`CountingRig::pull`]; `counting` is the number of
+    /// a [`Counting`]. A counted batch's events count against the bound
+    /// from now, as an event counts from the moment it is read.
     pub fn lend(&mut self, sizes: &[u32], counting: u32) -> Result<(), String> {
         let counting =
             Counting::from_number(counting).ok_or_else(|| format!("{counting} is no way of counting (0, 1 or 2)"))?;
