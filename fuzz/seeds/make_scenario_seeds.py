@@ -53,6 +53,7 @@ seeds["not-json"] = '{"turns": ['
 # What the fuzzer found: a key holding DEL (or a C1 control) was quoted raw in the message.
 seeds["found-del-in-a-key"] = '{"turns": [{"step\x7fs": [{"do": "output", "text": "x"}]}]}'
 seeds["found-c1-in-a-key"] = '{"turns": [{"steps\u009b": []}]}'
+seeds["found-del-in-a-method"] = '{"methods": [{"method": "n\x7f_such_method", "restlt": {}}]}'
 seeds["not-utf8"] = '{"turns": [{"steps": [{"do": "output", "text": "\xff\xfe"}]}]}'
 
 OUT.mkdir(exist_ok=True)
