@@ -550,7 +550,7 @@ export interface ClientOptions {
   trace?: boolean | undefined
   /**
    * Milliseconds the first call waits for koma's hello before the client fails with
-   * `transport_failure` (default 15000); `null`: no bound.
+   * `transport_failure`; `null`: no bound. `15000` if absent.
    */
   helloTimeout?: number | null | undefined
   /**

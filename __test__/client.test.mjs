@@ -285,7 +285,8 @@ test("KOMA_SDK_SPAWN picks the spawn path once per process; an unknown value fai
   const r = spawnSync(process.execPath, ["-e", script], { encoding: "utf8", env: { ...process.env, KOMA_SDK_SPAWN: "pidfd-please" } });
   const out = JSON.parse(r.stdout);
   assert.equal(out.code, "invalid_params");
-  assert.match(out.message, /KOMA_SDK_SPAWN="pidfd-please".*auto, no-pidfd or portable/);
+  // The core's message, word for word the one koma_sdk gives (python/tests/test_client.py).
+  assert.equal(out.message, 'KOMA_SDK_SPAWN="pidfd-please" names no spawn path: it must be `auto`, `no-pidfd`, `portable`, or unset');
 });
 
 test("unknown option keys are invalid_params naming the key, and nothing is written", async (t) => {

@@ -94,9 +94,12 @@ test("a generated file edited by hand fails the check, which names it", (t) => {
     const before = readFileSync(join(dir, file), "utf8");
     // Inside the generated part: a file's region, or after its first line
     // (index.d.ts's end is napi's, which the build's check covers).
+    // A file whose only generated parts are numbers (`<!-- value:NAME -->`): one of them.
     const edited = /generated:\w+/.test(before)
       ? before.replace(/(generated:\w+.*\n)/, "$1edited by hand\n")
-      : before.replace(/\n/, "\nedited by hand\n");
+      : /<!-- value:/.test(before)
+        ? before.replace(/(<!-- value:[\w:]+ -->)[^<]*/, "$1edited by hand")
+        : before.replace(/\n/, "\nedited by hand\n");
     writeFileSync(join(dir, file), edited);
     const run = check(dir);
     assert.equal(run.status, 1, `${file}: ${run.stdout}`);

@@ -1,9 +1,12 @@
-// Every wait a user bounds ends within its bound, whatever koma does: a turn
-// stopped by its deadline or its signal settles once koma has finished it and
-// answered the interrupt, or at the latest the core's grace after the stop
-// (docs/semantics.md, "Stopping a turn"); a loop over events(), close() and
-// a method's own timeout end by their deadline. Each against a hung koma
-// (koma-sim's stop_answering), the bound asserted with generous slack.
+// Every wait a user bounds ends, whatever koma does: a turn stopped by its
+// deadline or its signal settles once koma has finished it and answered the
+// interrupt, or the core's grace after the stop (docs/semantics.md,
+// "Stopping a turn"); a loop over events(), close() and a method's own
+// timeout end by their deadline. Each against a hung koma (koma-sim's
+// stop_answering). How long the grace is, to the millisecond, is the core's
+// test (crates/koma-transport/src/connection/timers.rs, under a paused
+// clock); here the wiring: the interrupt was written (koma-sim's record), and
+// the error, with its words and the partial result, came through.
 // Also: a Turn's errors carry the caller's stack, util.inspect(turn), and a
 // Turn whose failure nobody looked at.
 import { test } from "node:test";
@@ -16,9 +19,7 @@ import { SIM, root, rejection } from "./helpers.mjs";
 const { fakeKoma, step } = createRequire(import.meta.url)(join(root, "testing.js"));
 
 const BOUND = { timeout: 60_000 };
-/** The core's grace after a turn's stop (TURN_STOP_GRACE). */
-const GRACE = 1000;
-/** Slack on a busy machine: a deadline is asserted as an upper bound only. */
+/** Slack on a busy machine for a call's own deadline: asserted as an upper bound only (a hang guard). */
 const SLACK = 5000;
 
 /** A koma that sends one output of its turn, then answers and sends nothing more. */
@@ -42,21 +43,24 @@ async function hungTurnOf(client) {
 }
 
 test(
-  "run({ timeout }) against a hung koma rejects with timeout within the deadline and the grace, with the partial result",
+  "run({ timeout }) against a hung koma: the interrupt is written, and it rejects with timeout once the grace passed, with the partial result",
   BOUND,
   async (t) => {
     const koma = fake(t);
     await hungTurnOf(koma.client);
     // A deadline long enough for koma's one output to come first on a busy machine.
-    const [ms, err] = await timed(koma.client.run({ text: "go" }, { onApproval: "deny", timeout: 1000 }));
+    const err = await rejection(koma.client.run({ text: "go" }, { onApproval: "deny", timeout: 1000 }));
     assert.equal(err?.code, "timeout", err?.stack);
-    assert.ok(ms < 1000 + GRACE + SLACK, `settled after ${ms} ms`);
     assert.match(err.message, /did not finish within 1000 ms; the agent was interrupted/);
-    assert.match(err.message, /koma did not end the turn within 1000 ms of the stop/);
+    assert.match(err.message, /koma did not end the turn within 1000 ms of the stop: the turn was given up/);
     assert.equal(err.result.turn, "t-1");
     assert.equal(err.result.status, "unknown", "no turn_finished came");
     assert.equal(err.result.output, "a", "what it collected before");
-    assert.ok(koma.methods().includes("interrupt"), "the interrupt was written");
+    assert.deepEqual(
+      koma.calls("interrupt").map((r) => r.params),
+      [{}],
+      "the interrupt was written once, before the grace gave the turn up",
+    );
   },
 );
 
@@ -66,20 +70,22 @@ test(
   async (t) => {
     const koma = fake(t);
     await hungTurnOf(koma.client);
-    const [ms, err] = await timed(koma.client.run({ text: "one" }, { onApproval: "deny", signal: AbortSignal.timeout(300) }));
+    const err = await rejection(koma.client.run({ text: "one" }, { onApproval: "deny", signal: AbortSignal.timeout(300) }));
     assert.equal(err?.code, "timeout", err?.stack);
     assert.equal(err.cause?.name, "TimeoutError");
-    assert.ok(ms < 300 + GRACE + SLACK, `settled after ${ms} ms`);
+    assert.match(err.message, /the turn was given up/);
+    assert.equal(err.result.output, "a", "the partial result came through");
+    assert.equal(koma.calls("interrupt").length, 1, "the interrupt was written");
     // koma answers nothing now: a second run's submit is never answered either.
     const ac = new AbortController();
     const why = new Error("the user left");
     const running = timed(koma.client.run({ text: "two" }, { onApproval: "deny", signal: ac.signal }));
     setTimeout(() => ac.abort(why), 100);
-    const [ms2, err2] = await running;
+    const [, err2] = await running;
     assert.equal(err2?.code, "aborted", err2?.stack);
     assert.equal(err2.cause, why);
     assert.equal(err2.result.turn, null, "its submit was never answered");
-    assert.ok(ms2 < 100 + GRACE + SLACK, `settled after ${ms2} ms`);
+    assert.match(err2.message, /the turn was given up/);
   },
 );
 
@@ -88,13 +94,15 @@ test("a turn() loop with a timeout against a hung koma throws timeout after the 
   await hungTurnOf(koma.client);
   const turn = koma.client.turn({ text: "go" }, { onApproval: "deny", timeout: 1000 });
   const items = [];
-  const [ms, err] = await timed(
+  const [, err] = await timed(
     (async () => {
       for await (const item of turn) items.push(item.name);
     })(),
   );
   assert.equal(err?.code, "timeout", err?.stack);
-  assert.ok(ms < 1000 + GRACE + SLACK, `settled after ${ms} ms`);
+  assert.match(err.message, /the turn was given up/);
+  assert.equal(err.result.output, "a");
+  assert.equal(koma.calls("interrupt").length, 1, "the interrupt was written");
   assert.deepEqual(items, ["turn_started", "state", "output"]);
   assert.equal(await rejection(turn.result), err, "the loop throws the very error the result rejects with");
   assert.match(inspect(turn), /^Turn \{ id: 't-1', state: 'failed' \}$/);
@@ -163,7 +171,7 @@ test(
     const turn = c.turn({ text: "go" }, { timeout: 1000 });
     const items = [];
     let approval;
-    const [ms, err] = await timed(
+    const [, err] = await timed(
       (async () => {
         for await (const item of turn) {
           items.push(item.name);
@@ -172,7 +180,9 @@ test(
       })(),
     );
     assert.equal(err?.code, "timeout", err?.stack);
-    assert.ok(ms < 1000 + GRACE + SLACK, `settled after ${ms} ms`);
+    assert.match(err.message, /koma did not end the turn within 1000 ms of the stop: the turn was given up/);
+    assert.equal(err.result.output, "a");
+    assert.equal(koma.calls("interrupt").length, 1, "the interrupt was written");
     assert.deepEqual(items, ["turn_started", "state", "output", "tool_call", "approval_requested", "state"]);
     // The turn goes on in koma: its events are events()'s now.
     const later = [];

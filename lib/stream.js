@@ -12,8 +12,9 @@
 // writes EPOCH (an overflow bumps it), BATCH_EPOCH and BATCH_COUNTING (of
 // the batch `pull` gave); this file adds to TAKEN and TAKEN_BYTES as events
 // are handed out. BATCH_COUNTING says how a batch's events count: not at all
-// (0), or each until taken while the epoch matches, the rest dropped (1) or
-// handed out uncounted (2) once an overflow has come.
+// (UNCOUNTED), or each until taken while the epoch matches, the rest dropped
+// (REVOCABLE) or handed out uncounted (KEPT) once an overflow has come; their
+// numbers are the core's too (`Counting::KINDS`), in `layout`.
 "use strict";
 
 const { awaited, traced } = require("./errors.js");
@@ -21,11 +22,9 @@ const signals = require("./signals.js");
 
 /** @type {IteratorReturnResult<undefined>} */
 const DONE = Object.freeze({ value: undefined, done: true });
-const UNCOUNTED = 0;
-const REVOCABLE = 1;
 
 /**
- * @typedef {{ EPOCH: number, TAKEN: number, BATCH_EPOCH: number, TAKEN_BYTES: number, BATCH_COUNTING: number, STRIDE: number }} Layout
+ * @typedef {{ EPOCH: number, TAKEN: number, BATCH_EPOCH: number, TAKEN_BYTES: number, BATCH_COUNTING: number, STRIDE: number, UNCOUNTED: number, REVOCABLE: number, KEPT: number }} Layout
  * @typedef {{ type: "event", seq: number, name: string, data: unknown } | { type: "overflow", dropped: number }} Item
  * @typedef {{ resolve: (r: IteratorResult<Item>) => void, reject: (e: unknown) => void, owner: object }} Waiter
  * @typedef {(how: "signal" | "deadline", value: unknown) => unknown} Stopped the core's error that ends a bounded loop
@@ -43,11 +42,13 @@ class Cursor {
     this.pull = pull;
     this.shared = new Int32Array(counters);
     this.layout = layout;
+    this.uncounted = layout.UNCOUNTED;
+    this.revocable = layout.REVOCABLE;
     /** @type {unknown[]} */
     this.batch = [];
     this.index = 0;
     this.epoch = 0;
-    this.counting = UNCOUNTED;
+    this.counting = this.uncounted;
     this.ended = false;
   }
 
@@ -70,9 +71,9 @@ class Cursor {
       const i = this.index;
       if (i < batch.length) {
         this.index = i + stride;
-        if (this.counting !== UNCOUNTED) {
+        if (this.counting !== this.uncounted) {
           if (this.shared[this.layout.EPOCH] === this.epoch) this.count(/** @type {number} */ (batch[i + 3]));
-          else if (this.counting === REVOCABLE) {
+          else if (this.counting === this.revocable) {
             this.batch = []; // an overflow revoked the rest
             this.index = 0;
             continue;
@@ -101,10 +102,10 @@ class Cursor {
   /** A loop left with events of this batch not handed out: they count as taken (they stay, uncounted). */
   release() {
     const { batch, layout } = this;
-    if (this.counting !== UNCOUNTED && this.shared[layout.EPOCH] === this.epoch) {
+    if (this.counting !== this.uncounted && this.shared[layout.EPOCH] === this.epoch) {
       for (let i = this.index; i < batch.length; i += layout.STRIDE) this.count(/** @type {number} */ (batch[i + 3]));
     }
-    this.counting = UNCOUNTED;
+    this.counting = this.uncounted;
   }
 }
 

@@ -7,6 +7,7 @@
     python3 python/dev.py check-sdist   # the sdist check alone
     python3 python/dev.py generate      # the files made from schema/ (needs Node.js; runs npm ci if needed)
     python3 python/dev.py fleet         # the Ray example's tests, in a venv of their own with Ray (--bench: its throughput)
+    python3 python/dev.py soak          # build, then the endurance runs (python/bench/soak.py: events, strings, churn; --short, --loop trio)
 
 `test` makes python/.venv if it is missing (kept between runs, like cargo's
 cache), installs the pinned tools there, builds the wheel (release, with
@@ -711,7 +712,25 @@ def fleet(args: list[str]) -> None:
     print(f"\nfleet: passed in {time.monotonic() - started:.0f} s")
 
 
+def soak(args: list[str]) -> None:
+    """`soak [--short] [--loop trio]`: the endurance runs of python/bench/soak.py,
+    the twin of `npm run soak` (same sizes and bounds), against the wheel
+    built from this checkout."""
+    if any(a not in ("--short", "--loop", "asyncio", "trio") for a in args):
+        sys.exit("usage: python3 python/dev.py soak [--short] [--loop asyncio|trio]")
+    py = ensure_venv()
+    build(py)
+    step("python/bench/soak.py" + (" " + " ".join(args) if args else ""))
+    env = {k: v for k, v in os.environ.items() if k != "KOMA_SIM_PATH"}
+    started = time.monotonic()
+    run(str(py), str(HERE / "bench" / "soak.py"), *args, cwd=ROOT, env=env)
+    print(f"\nsoak: passed in {time.monotonic() - started:.0f} s")
+
+
 def main() -> None:
+    if len(sys.argv) >= 2 and sys.argv[1] == "soak":
+        soak(sys.argv[2:])
+        return
     if len(sys.argv) >= 2 and sys.argv[1] == "check-wheel":
         check_wheel(sys.argv[2:])
         return
@@ -721,7 +740,7 @@ def main() -> None:
     commands = {"lint": lint, "test": test, "demo": demo, "check-sdist": sdist_only, "generate": generate}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit(
-            "usage: python3 python/dev.py lint|test|demo|check-sdist|generate|fleet (or check-wheel WHEEL, for the release workflow)"
+            "usage: python3 python/dev.py lint|test|demo|check-sdist|generate|fleet|soak (or check-wheel WHEEL, for the release workflow)"
         )
     commands[sys.argv[1]]()
 

@@ -8,9 +8,12 @@
 //          (640 MiB in the short run), whatever the stream's length.
 //   churn: 300 clients opened and closed in a row leave no process, zombie or
 //          file descriptor behind; then 32 clients at once, 500 requests each.
-//   state machine (full run only): the core's state-machine test
-//          (crates/koma-transport/tests/state_machine.rs) in its long mode,
-//          1,000,000 interleavings (KOMA_SM_CASES; `npm test` runs 10,000).
+//   state machine (full run only): the core's state-machine tests
+//          (crates/koma-transport/tests/state_machine/) in their long mode:
+//          1,000,000 interleavings of the connection (KOMA_SM_CASES; `npm
+//          test` runs 10,000) and 20,000 of the turn layer
+//          (KOMA_SM_TURN_CASES; `npm test` runs 1,000).
+// python3 python/dev.py soak is the twin for koma_sdk (python/bench/soak.py).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +24,8 @@ import { root, run, rustHost } from "./lib/repo.mjs";
 const { Client } = createRequire(import.meta.url)(join(root, "index.js"));
 const SIM = join(root, "bin", "koma-sim");
 const short = process.argv.includes("--short");
+// `npm run soak -- --no-state-machine`: the package's runs alone (the state machines take the most time).
+const noStateMachine = process.argv.includes("--no-state-machine");
 const home = mkdtempSync(join(tmpdir(), "koma-soak-"));
 const env = { KOMA_SIM_HOME: home, KOMA_SIM_DELAY_MS: "0", KOMA_SIM_BENCH: "1" };
 const cfg = short
@@ -151,13 +156,16 @@ async function churn() {
 /** The Rust state-machine test of the core, in its long mode (full run only). */
 function stateMachine() {
   const cases = Number(process.env.KOMA_SM_CASES || 1_000_000);
-  console.log(`state machine: ${cases} interleavings (KOMA_SM_CASES=${cases})`);
+  const turnCases = Number(process.env.KOMA_SM_TURN_CASES || 20_000);
+  console.log(
+    `state machine: ${cases} interleavings (KOMA_SM_CASES=${cases}), ${turnCases} of the turn layer (KOMA_SM_TURN_CASES=${turnCases})`,
+  );
   const start = Date.now();
   const args = ["test", "--release", "--target", rustHost(), "-p", "koma-transport", "--test", "state_machine", "--", "--nocapture"];
   const secs = () => ((Date.now() - start) / 1000).toFixed(0);
   try {
-    run("cargo", args, { env: { ...process.env, KOMA_SM_CASES: String(cases) } });
-    console.log(`state machine: ${cases} interleavings passed in ${secs()} s`);
+    run("cargo", args, { env: { ...process.env, KOMA_SM_CASES: String(cases), KOMA_SM_TURN_CASES: String(turnCases) } });
+    console.log(`state machine: ${cases} + ${turnCases} interleavings passed in ${secs()} s`);
   } catch (e) {
     fail(`the state-machine test failed after ${secs()} s (${e.message}); the seeds are in its output`);
   }
@@ -167,7 +175,7 @@ try {
   await soak();
   await strings();
   await churn();
-  if (!short) stateMachine();
+  if (!short && !noStateMachine) stateMachine();
 } finally {
   rmSync(home, { recursive: true, force: true });
 }

@@ -4,9 +4,9 @@
 
 use std::ffi::OsString;
 use std::rc::Rc;
-use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
+use koma_transport::environment::process_settings;
 use koma_transport::telemetry::TelemetryOptions;
 use koma_transport::turns::Entry;
 use koma_transport::wording::{DurationUnit, Naming, Wording};
@@ -20,15 +20,12 @@ use crate::context::Ctx;
 use crate::delivery::{on_wake, register, unregister};
 use crate::env::EnvData;
 use crate::handles::{coded_error, Js};
-use crate::options::{call_options, client_options, duration, spawn_mode, CallOptions, ClientOptions};
+use crate::options::{call_options, client_options, duration, CallOptions, ClientOptions};
 use crate::stream;
 use crate::telemetry;
 use crate::trace;
 use crate::turn;
 use crate::values::as_string;
-
-/// How long the first call waits for hello unless `helloTimeout` says otherwise.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The label the core puts on traces (`[koma-sdk pid 1234] -> ...`) and internal errors.
 const LABEL: &str = "koma-sdk";
@@ -47,22 +44,19 @@ pub struct Client {
     ctx: Rc<Ctx>,
 }
 
-/// `KOMA_SDK_TRACE=1` (or `true`, `yes`) turns tracing on for every client.
-fn env_trace() -> bool {
-    matches!(std::env::var("KOMA_SDK_TRACE").as_deref(), Ok("1" | "true" | "yes"))
-}
-
 /// The core's options for `new Client(options)`.
 fn connection_options(options: &ClientOptions) -> std::result::Result<ConnectionOptions, KomaError> {
     let bad = |e: KomaError| KomaError::new(ErrorCode::InvalidParams, format!("new Client: {}", e.message));
     let mut env: Vec<(OsString, OsString)> =
         options.env.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     env.sort();
+    // KOMA_SDK_SPAWN and KOMA_SDK_TRACE, read once by the core for every host.
+    let settings = process_settings()?;
     let launch = LaunchOptions {
         executable: options.executable.clone().into(),
         cwd: options.cwd.clone().map(Into::into),
         env,
-        spawn: spawn_mode()?,
+        spawn: settings.spawn,
     };
     launch.validate().map_err(bad)?;
     // `mut` for the `testing` build; the update fills `faults` where the core's
@@ -70,10 +64,10 @@ fn connection_options(options: &ClientOptions) -> std::result::Result<Connection
     #[allow(unused_mut, clippy::needless_update)]
     let mut connection = ConnectionOptions {
         launch,
-        trace: options.trace.unwrap_or(false) || env_trace(),
+        trace: options.trace.unwrap_or(false) || settings.trace,
         label: LABEL.into(),
         hello_timeout: match options.hello_timeout {
-            None => Some(HELLO_TIMEOUT),
+            None => Some(koma_transport::surface::HELLO_TIMEOUT),
             Some(ms) => ms.map(duration),
         },
         wording: Wording { naming: Naming::Camel, durations: DurationUnit::Milliseconds },

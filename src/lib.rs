@@ -13,7 +13,9 @@
 //! - `context.rs`: what a client holds on the JavaScript thread;
 //! - `abort.rs`: a call's signal and its listener;
 //! - `options.rs`: the options JavaScript passes, read and checked once (their typings are
-//!   generated from `schema/sdk.schema.json`, as every value type is: `index.d.ts`);
+//!   generated from `schema/sdk.schema.json`, as every value type is: `index.d.ts`; their
+//!   names too: `surface.rs`);
+//! - `surface.rs` (generated): the names of the options of each call;
 //! - `env.rs`: what is kept per Node environment;
 //! - `wake.rs`: the environment's one threadsafe function, shared by its clients;
 //! - `values.rs`: small helpers over napi-rs's values;
@@ -30,6 +32,7 @@ mod env;
 mod handles;
 mod options;
 mod stream;
+mod surface;
 mod telemetry;
 #[cfg(feature = "testing")]
 mod testing;

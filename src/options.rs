@@ -3,16 +3,15 @@
 //! wrong type, an unknown key or a bad value is `invalid_params` naming it.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use koma_transport::child::SpawnMode;
 use koma_transport::turns::ApprovalOption;
 use koma_transport::{ErrorCode, KomaError};
 use napi::bindgen_prelude::{FromNapiValue, Object, Unknown};
 use napi::ValueType;
 
 use crate::handles::Js;
+use crate::surface::{CALL_OPTIONS, CLIENT_OPTIONS, TURN_OPTIONS};
 use crate::values::{as_object, as_string, describe, get, is_nullish, kind, own_keys};
 
 /// `new Client(options)`'s options, read (their typings: `ClientOptions`).
@@ -40,19 +39,26 @@ fn invalid(message: String) -> KomaError {
     KomaError::new(ErrorCode::InvalidParams, message)
 }
 
+/// The options of a table of `surface.rs` as a message lists them: `{ executable, cwd?, ... }`.
+fn listed(options: &[(&str, bool)]) -> String {
+    let names: Vec<String> =
+        options.iter().map(|(name, required)| format!("{name}{}", if *required { "" } else { "?" })).collect();
+    format!("{{ {} }}", names.join(", "))
+}
+
 /// The keys of `obj` that are not in `known`, as an error naming the first
 /// (`advice` may say where a key belongs instead).
 fn check_keys(
     obj: &Object,
     what: &str,
-    known: &[&str],
+    known: &[(&str, bool)],
     advice: impl Fn(&str) -> Option<String>,
 ) -> Result<(), KomaError> {
     let keys = own_keys(obj).map_err(|e| invalid(format!("{what}: its keys could not be read ({})", e.reason)))?;
-    match keys.iter().find(|k| !known.contains(&k.as_str())) {
+    match keys.iter().find(|k| !known.iter().any(|(name, _)| name == k)) {
         None => Ok(()),
         Some(k) => Err(invalid(advice(k).unwrap_or_else(|| {
-            let list = known.iter().map(|k| format!("{k}?")).collect::<Vec<_>>().join(", ");
+            let list = known.iter().map(|(k, _)| format!("{k}?")).collect::<Vec<_>>().join(", ");
             format!("{what}: unknown option `{k}` (the options are {{ {list} }})")
         }))),
     }
@@ -106,24 +112,10 @@ fn signal<'e>(js: Js<'e>, obj: &Object<'e>, what: &str) -> Result<Option<Object<
 /// `new Client(options)`'s options.
 pub fn client_options<'e>(js: Js<'e>, v: Option<Unknown<'e>>) -> Result<ClientOptions<'e>, KomaError> {
     const WHAT: &str = "new Client";
-    let obj = v.and_then(as_object).ok_or_else(|| {
-        invalid(format!(
-            "{WHAT}: options must be an object {{ executable, cwd?, env?, trace?, helloTimeout?, telemetry?, \
-             tracerProvider?, meterProvider?, captureContent? }}"
-        ))
-    })?;
-    let known = [
-        "executable",
-        "cwd",
-        "env",
-        "trace",
-        "helloTimeout",
-        "telemetry",
-        "tracerProvider",
-        "meterProvider",
-        "captureContent",
-    ];
-    check_keys(&obj, WHAT, &known, |_| None)?;
+    let obj = v
+        .and_then(as_object)
+        .ok_or_else(|| invalid(format!("{WHAT}: options must be an object {}", listed(CLIENT_OPTIONS))))?;
+    check_keys(&obj, WHAT, CLIENT_OPTIONS, |_| None)?;
     let executable = match get(js, &obj, "executable") {
         Ok(v) => as_string(v).ok_or_else(|| invalid(format!("{WHAT}: `executable` must be a string")))?,
         Err(why) => return Err(invalid(format!("{WHAT}: `executable` could not be read ({why})"))),
@@ -194,12 +186,13 @@ fn provider<'e>(js: Js<'e>, obj: &Object<'e>, name: &str, getter: &str) -> Resul
 pub fn call_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<CallOptions<'e>, KomaError> {
     let Some(v) = v.filter(|v| !is_nullish(v)) else { return Ok(CallOptions { signal: None, timeout: None }) };
     let obj =
-        as_object(v).ok_or_else(|| invalid(format!("{what}: options must be an object {{ signal?, timeout? }}")))?;
-    check_keys(&obj, what, &["signal", "timeout"], |k| {
-        matches!(k, "onApproval" | "mode").then(|| {
+        as_object(v).ok_or_else(|| invalid(format!("{what}: options must be an object {}", listed(CALL_OPTIONS))))?;
+    check_keys(&obj, what, CALL_OPTIONS, |k| {
+        TURN_OPTIONS.iter().any(|(name, _)| *name == k).then(|| {
             format!(
                 "{what}: `{k}` is an option of turn() and run(), which start a turn and answer its approvals; \
-                 a call's options are {{ signal?, timeout? }}; nothing was sent"
+                 a call's options are {}; nothing was sent",
+                listed(CALL_OPTIONS)
             )
         })
     })?;
@@ -222,10 +215,9 @@ pub struct TurnArgs<'e> {
 pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Result<TurnArgs<'e>, KomaError> {
     let mut args = TurnArgs { mode: None, approvals: ApprovalOption::None, handler: None, signal: None, timeout: None };
     let Some(v) = v.filter(|v| !is_nullish(v)) else { return Ok(args) };
-    let obj = as_object(v).ok_or_else(|| {
-        invalid(format!("{what}: options must be an object {{ mode?, onApproval?, signal?, timeout? }}"))
-    })?;
-    check_keys(&obj, what, &["mode", "onApproval", "signal", "timeout"], |_| None)?;
+    let obj =
+        as_object(v).ok_or_else(|| invalid(format!("{what}: options must be an object {}", listed(TURN_OPTIONS))))?;
+    check_keys(&obj, what, TURN_OPTIONS, |_| None)?;
     args.mode = member(js, &obj, what, "mode")?.map(|m| as_string(m).unwrap_or_else(|| describe(m)));
     args.approvals = match member(js, &obj, what, "onApproval")? {
         None => ApprovalOption::None,
@@ -241,21 +233,4 @@ pub fn turn_options<'e>(js: Js<'e>, what: &str, v: Option<Unknown<'e>>) -> Resul
     args.timeout = member(js, &obj, what, "timeout")?.map(|v| millis(v, what, "timeout")).transpose()?;
     args.signal = signal(js, &obj, what)?;
     Ok(args)
-}
-
-/// How children are started, from `KOMA_SDK_SPAWN` (read once per process):
-/// unset or `auto`, `no-pidfd` (Linux without pidfds) or `portable` (the
-/// portable Unix path, as on macOS).
-pub fn spawn_mode() -> Result<SpawnMode, KomaError> {
-    static MODE: OnceLock<Result<SpawnMode, String>> = OnceLock::new();
-    MODE.get_or_init(|| match std::env::var("KOMA_SDK_SPAWN").as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(SpawnMode::Auto),
-        Ok("no-pidfd") => Ok(SpawnMode::NoPidfd),
-        Ok("portable") => Ok(SpawnMode::Portable),
-        Ok(other) => {
-            Err(format!("new Client: KOMA_SDK_SPAWN={other:?} is not a spawn mode (auto, no-pidfd or portable)"))
-        }
-    })
-    .clone()
-    .map_err(invalid)
 }

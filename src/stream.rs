@@ -6,10 +6,11 @@
 //! and calls the client stream's `settle` when events become ready (a
 //! Turn's stream is told through its updates: see `turn.rs`).
 
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use koma_transport::connection::{batch_data_index, BATCH_STRIDE};
-use koma_transport::events::{End, Take};
+use koma_transport::events::{Counting, End, Take};
 use koma_transport::lift::Step;
 use koma_transport::stop::{deadline_error, Stopped, Why};
 use koma_transport::{EventCounters, KomaError};
@@ -42,16 +43,56 @@ pub fn counters<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<(Unknown<'e>, Obj
 }
 
 /// The counters' layout (`lib/stream.js`'s `Layout`): each slot's index by
-/// name, as the core defines it, and `STRIDE`, the entries per event of a batch.
+/// name, as the core defines it, `STRIDE`, the entries per event of a batch,
+/// and each way a batch counts (`UNCOUNTED`, `REVOCABLE`, `KEPT`) with the
+/// number the core writes into `BATCH_COUNTING`.
 fn layout_entries() -> impl Iterator<Item = (&'static str, u32)> {
-    EventCounters::LAYOUT.into_iter().map(|(name, slot)| (name, slot as u32)).chain([("STRIDE", BATCH_STRIDE)])
+    EventCounters::LAYOUT
+        .into_iter()
+        .map(|(name, slot)| (name, slot as u32))
+        .chain([("STRIDE", BATCH_STRIDE)])
+        .chain(Counting::KINDS.into_iter().map(|(name, kind)| (name, kind as u32)))
 }
 
-/// The layout alone, for `__test__/counting.test.mjs` (the Cursor against
-/// testdata/counting.json, on memory of its own).
+/// The layout alone, for `__test__/counting.test.mjs`.
 #[napi(js_name = "__counterLayout", skip_typescript)]
 pub fn counter_layout() -> std::collections::HashMap<String, u32> {
     layout_entries().map(|(name, slot)| (name.to_owned(), slot)).collect()
+}
+
+/// The core's side of the shared counters, driven by `__test__/counting.test.mjs`
+/// (testdata/counting.json): `{ lend(sizes, counting), pull(), overflow(),
+/// counted(), counters }`, batches lent by hand as a client lends them, and
+/// overflows, over the core's own counters and bound.
+#[napi(js_name = "__countingRig", skip_typescript)]
+#[cfg_attr(test, allow(dead_code))] // called from JavaScript only
+pub fn counting_rig(env: &napi::Env) -> napi::Result<Object<'_>> {
+    type Rig = Rc<RefCell<koma_transport::connection::CountingRig>>;
+    let js = Js::new(env);
+    let rig: Rig = Rc::new(RefCell::new(koma_transport::connection::CountingRig::new()));
+    let mut o = Object::new(env)?;
+    o.set_named_property("counters", external_array_buffer(js, rig.borrow().counters())?)?;
+    fn lend<'e>(rig: &Rig, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+        let sizes = Vec::<u32>::from_unknown(args[0])?;
+        let counting = u32::from_unknown(args[1])?;
+        rig.borrow_mut().lend(&sizes, counting).map_err(napi::Error::from_reason)?;
+        Ok(js.undefined())
+    }
+    fn pull<'e>(rig: &Rig, js: Js<'e>, _: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+        js.to_value(rig.borrow_mut().pull())
+    }
+    fn overflow<'e>(rig: &Rig, js: Js<'e>, _: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+        rig.borrow_mut().overflow();
+        Ok(js.undefined())
+    }
+    fn counted<'e>(rig: &Rig, js: Js<'e>, _: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
+        js.to_value(rig.borrow_mut().counted() as u32)
+    }
+    o.set_named_property("lend", function(js, c"lend", rig.clone(), lend)?)?;
+    o.set_named_property("pull", function(js, c"pull", rig.clone(), pull)?)?;
+    o.set_named_property("overflow", function(js, c"overflow", rig.clone(), overflow)?)?;
+    o.set_named_property("counted", function(js, c"counted", rig, counted)?)?;
+    Ok(o)
 }
 
 /// `lib/stream.js`'s `clientStream(pull, stop, stopped, counters, layout)`.

@@ -50,8 +50,8 @@ class StubNative:
 
     def take_events(self, wait: bool) -> Any:
         # Counted, revocable, at epoch 0: as the core lends the client's own stream's batches.
-        self.slots[_native.SLOT_BATCH_EPOCH] = 0
-        self.slots[_native.SLOT_BATCH_COUNTING] = 1
+        self.slots[_native.COUNTER_LAYOUT["BATCH_EPOCH"]] = 0
+        self.slots[_native.COUNTER_LAYOUT["BATCH_COUNTING"]] = _native.COUNTING["REVOCABLE"]
         return (0, self.data, [])
 
     def counters(self) -> Any:

@@ -20,8 +20,9 @@ from ._args import seconds as _seconds
 from ._errors import KomaError, invalid
 from ._lift import put_back
 from ._link import Link
-from ._logging import frames_wanted, log_trace
+from ._logging import frames_now_wanted, frames_wanted, log_trace
 from ._native import NativeClient
+from ._options import HELLO_TIMEOUT
 from ._stream import ClientStream, EventStream
 from ._surface import Methods
 from ._turn import ApprovalPolicy, Turn, run
@@ -160,8 +161,8 @@ class Client(Methods):
     `env` is added to this process's environment for the child.
     `hello_timeout` (seconds, `None`: no bound) bounds the wait for hello.
     `trace` logs every frame to the `koma_sdk.trace` logger at DEBUG (as
-    does `KOMA_SDK_TRACE=1`, or that logger enabled for DEBUG when the
-    client is made); koma's stderr lines go to `koma_sdk.stderr` and the
+    does `KOMA_SDK_TRACE=1`, or that logger enabled for DEBUG, from the
+    client's next call on); koma's stderr lines go to `koma_sdk.stderr` and the
     notes of the client's life to `koma_sdk` (see the README, "Logging").
     With `opentelemetry-api` installed (`koma_sdk[otel]`) and a provider set,
     the client makes spans and metrics (see the README, "Tracing with
@@ -177,7 +178,7 @@ class Client(Methods):
         cwd: PathLike | None = None,
         env: Mapping[str, str] | None = None,
         trace: bool = False,
-        hello_timeout: float | None = 15.0,
+        hello_timeout: float | None = HELLO_TIMEOUT,
         telemetry: bool = True,
         tracer_provider: _telemetry.TracerProviderLike | None = None,
         meter_provider: _telemetry.MeterProviderLike | None = None,
@@ -200,7 +201,9 @@ class Client(Methods):
         #: OpenTelemetry's spans and metrics of this client, when it is traced (`_telemetry`).
         self._telemetry = _telemetry.make(tracer_provider, meter_provider) if telemetry else None
         traced = None if self._telemetry is None else capture_content
-        self._native = NativeClient(exe, cwd_bytes, env_list, frames_wanted(trace), hello, traced)
+        #: Its frames are kept (for `koma_sdk.trace`): decided when it is made, and again at each call and wake.
+        self._frames = frames_wanted(trace)
+        self._native = NativeClient(exe, cwd_bytes, env_list, self._frames, hello, traced)
         self._wake = _Wake(self._native, partial(_on_wake, weakref.ref(self)))
         _live.add(self._wake)
         self._finalizer = weakref.finalize(self, _collected, self._wake)
@@ -221,6 +224,8 @@ class Client(Methods):
         refuses (`lifecycle`), since moving would stall the first loop; once
         that loop is idle or gone (another `asyncio.run`, a notebook cell),
         the client moves to the new one."""
+        if not self._frames and frames_now_wanted():
+            self._keep_frames()
         wake = self._wake
         backend = wake.backend
         if backend is not None and backend.is_current():
@@ -234,6 +239,12 @@ class Client(Methods):
             )
         return wake.current()
 
+    def _keep_frames(self) -> None:
+        """`koma_sdk.trace` was enabled for DEBUG after this client was made:
+        it keeps its frames from now on."""
+        self._frames = True
+        self._native.keep_frames()
+
     def _busy(self) -> bool:
         link = self._link
         return bool(link.calls or link.turns or self._queue._waiting)
@@ -246,6 +257,8 @@ class Client(Methods):
         except KomaError as e:
             self._fail_all(e)
             return
+        if not self._frames and frames_now_wanted():
+            self._keep_frames()
         trace, notes = d.trace, d.notes
         if trace:
             try:

@@ -6,7 +6,9 @@
 - `koma_sdk.stderr`: every whole line koma writes to its stderr, at INFO;
 - `koma_sdk.trace`: every frame written and read, at DEBUG, for a client
   made with `trace=True`, with `KOMA_SDK_TRACE=1`, or while `koma_sdk.trace`
-  was enabled for DEBUG.
+  is enabled for DEBUG; a client made before that (a handler added, or the
+  level lowered, later) keeps its frames from its next call or wake on, as
+  Node's `koma-sdk:trace` channel does for a subscriber that comes late.
 
 Each message starts with the client's name, `[koma_sdk pid 1234]` once koma
 started; each record has `koma_pid`, `koma_kind` and `koma_direction`
@@ -41,8 +43,15 @@ Record = tuple[int | None, str, str | None, str]
 
 def frames_wanted(trace: bool) -> bool:
     """Whether a client made now records its frames (they cost a record
-    each, so it is decided once, when the client is made)."""
+    each, so they are kept only once someone may log them: see
+    `frames_now_wanted`)."""
     return trace or trace_logger.isEnabledFor(logging.DEBUG)
+
+
+def frames_now_wanted() -> bool:
+    """Whether a client that keeps no frames should keep them from now on
+    (asked at each call and wake; logging caches the answer)."""
+    return trace_logger.isEnabledFor(logging.DEBUG)
 
 
 def log_trace(records: list[Record]) -> None:

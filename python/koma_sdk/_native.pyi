@@ -7,13 +7,11 @@ from ._errors import KomaError
 
 __all__ = [
     "BATCH_STRIDE",
+    "COUNTER_LAYOUT",
+    "COUNTING",
+    "CountingRig",
     "Delivery",
     "NativeClient",
-    "SLOT_BATCH_COUNTING",
-    "SLOT_BATCH_EPOCH",
-    "SLOT_EPOCH",
-    "SLOT_TAKEN",
-    "SLOT_TAKEN_BYTES",
     "TurnApproval",
     "TurnEnded",
     "TurnFailure",
@@ -23,11 +21,10 @@ __all__ = [
     "telemetry_table",
 ]
 
-SLOT_EPOCH: Final[int]
-SLOT_TAKEN: Final[int]
-SLOT_BATCH_EPOCH: Final[int]
-SLOT_TAKEN_BYTES: Final[int]
-SLOT_BATCH_COUNTING: Final[int]
+#: The core's slots of the shared counters, by name (`EventCounters::LAYOUT`).
+COUNTER_LAYOUT: Final[dict[str, int]]
+#: The core's ways a lent batch counts, by name: what it writes into `BATCH_COUNTING`.
+COUNTING: Final[dict[str, int]]
 BATCH_STRIDE: Final[int]
 
 #: Where a lifted string goes back: `(index, *path, text)`.
@@ -113,6 +110,17 @@ def census() -> tuple[int, int]: ...
 def telemetry_table() -> str: ...
 
 @final
+class CountingRig:
+    """The core's side of the shared counters, driven by a test (testdata/counting.json)."""
+
+    def __init__(self) -> None: ...
+    def lend(self, sizes: list[int], counting: int) -> None: ...
+    def take(self) -> tuple[Literal[0], bytes, list[_LiftEntry]] | None: ...
+    def overflow(self) -> None: ...
+    def counted(self) -> int: ...
+    def counters(self) -> memoryview: ...
+
+@final
 class NativeClient:
     def __new__(
         cls,
@@ -158,6 +166,7 @@ class NativeClient:
     def phase(self) -> str: ...
     def buffered(self) -> tuple[int, int]: ...
     def is_closed(self) -> bool: ...
+    def keep_frames(self) -> None: ...
     def kill_now(self) -> None: ...
     def kill_and_wait(self, limit: float) -> bool: ...
     def wake_fd(self) -> int | None: ...

@@ -25,15 +25,16 @@ from ._native import NativeClient
 from ._surface import EVENT_CLASSES
 from ._types import EventItem, Overflow
 
-EPOCH = _native.SLOT_EPOCH
-TAKEN = _native.SLOT_TAKEN
-TAKEN_BYTES = _native.SLOT_TAKEN_BYTES
-BATCH_EPOCH = _native.SLOT_BATCH_EPOCH
-BATCH_COUNTING = _native.SLOT_BATCH_COUNTING
+# The slots and the ways a batch counts are the core's tables (its names, its numbers).
+EPOCH = _native.COUNTER_LAYOUT["EPOCH"]
+TAKEN = _native.COUNTER_LAYOUT["TAKEN"]
+TAKEN_BYTES = _native.COUNTER_LAYOUT["TAKEN_BYTES"]
+BATCH_EPOCH = _native.COUNTER_LAYOUT["BATCH_EPOCH"]
+BATCH_COUNTING = _native.COUNTER_LAYOUT["BATCH_COUNTING"]
 STRIDE = _native.BATCH_STRIDE
 MASK = 0xFFFFFFFF
-UNCOUNTED = 0
-REVOCABLE = 1
+UNCOUNTED = _native.COUNTING["UNCOUNTED"]
+REVOCABLE = _native.COUNTING["REVOCABLE"]
 
 _loads = json.loads
 

@@ -17,34 +17,27 @@ closes it gracefully first.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from ._scenario import hide_mistake
-from .testing import FakeKoma, Scenario
+from .testing import FakeKoma, FakeKomaOptions, Scenario
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["FakeKomaFactory", "fake_koma"]
 
 
 class FakeKomaFactory(Protocol):
     """What the `fake_koma` fixture is: `fake_koma(scenario, **options)`
-    makes a `FakeKoma` (its options are `FakeKoma`'s, without `dir`)."""
+    makes a `FakeKoma` (its options are `FakeKoma`'s, `FakeKomaOptions`,
+    without `dir`)."""
 
-    def __call__(
-        self,
-        scenario: Scenario | Mapping[str, Any],
-        *,
-        executable: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        delay_ms: int = 0,
-        cwd: str | os.PathLike[str] | None = None,
-        trace: bool | None = None,
-        hello_timeout: float | None = 15.0,
-    ) -> FakeKoma: ...
+    def __call__(self, scenario: Scenario | Mapping[str, Any], **options: Unpack[FakeKomaOptions]) -> FakeKoma: ...
 
 
 @pytest.fixture

@@ -26,11 +26,12 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _scenario_types, sim
 from ._client import Client
 from ._fake_folder import make_folder
+from ._options import ClientOptions, ClientSettings
 from ._scenario import ABSENT, JSON, Part, ScenarioError, check, hide_mistake, to_json
 from ._scenario_types import *  # noqa: F403 - the scenario's parts, generated from the schema
 from ._surface import Decision
@@ -38,11 +39,15 @@ from ._surface import Decision
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from typing_extensions import Unpack
+
 __all__ = [
     "ABSENT",
     "JSON",
     "ClientOptions",
+    "ClientSettings",
     "FakeKoma",
+    "FakeKomaOptions",
     "Request",
     "ScenarioError",
     "check_scenario",
@@ -105,37 +110,65 @@ def read_record(path: str | os.PathLike[str]) -> list[Request]:
 _STOP_LIMIT = 30.0
 
 
-class _ClientOptionsBase(TypedDict):
-    executable: str
-    env: dict[str, str]
+class FakeKomaOptions(ClientSettings, total=False):
+    """A fake's options beside its scenario (and `dir`), declared once: koma-sim's
+    (`executable`, `env`, `delay_ms`) and its clients' (every option of
+    `Client` but `executable` and `env`: `ClientSettings`, generated from the
+    schema, telemetry's included). `fake_koma(scenario, **options)` takes the
+    same; `@koma/sdk/testing`'s fake takes the same (its `client` holds the
+    clients')."""
+
+    executable: str | os.PathLike[str] | None
+    env: Mapping[str, str] | None
+    delay_ms: int
 
 
-class ClientOptions(_ClientOptionsBase, total=False):
-    """The options of a `Client` of a fake: `Client(**koma.options)`."""
-
-    cwd: str | os.PathLike[str]
-    trace: bool
-    hello_timeout: float | None
+#: The names of a fake's options, and of those that go to its clients.
+_FAKE_OPTIONS = FakeKomaOptions.__required_keys__ | FakeKomaOptions.__optional_keys__
+_CLIENT_SETTINGS = ClientSettings.__required_keys__ | ClientSettings.__optional_keys__
 
 
-def _check_options(
-    *, executable: object, env: object, delay_ms: object, dir: object, cwd: object, trace: object
-) -> None:
+def _passed(name: str, value: object) -> bool:
+    """Whether a fake's option goes to its clients as given: a client's
+    option, and None only where None means something (`hello_timeout=None`:
+    no bound) or is the client's own default (a bool's None is "not given")."""
+    return name in _CLIENT_SETTINGS and (value is not None or "None" in str(ClientSettings.__annotations__[name]))
+
+
+def _check_options(options: Mapping[str, object]) -> None:
     """A fake's options, checked before anything is made (a TypeError
-    naming the option, as `Client` checks its own)."""
+    naming the option, as `Client` checks its own). Its clients' options
+    are checked by `Client` itself, before anything is made too."""
     __tracebackhide__ = hide_mistake
-    paths = {"executable": executable, "dir": dir, "cwd": cwd}
-    for name, value in paths.items():
+    for name in options:
+        if name not in _FAKE_OPTIONS:
+            known = ", ".join(sorted(_FAKE_OPTIONS))
+            raise TypeError(f"FakeKoma: unexpected keyword argument {name!r} (the options are: {known}, and dir)")
+    for name in ("executable", "cwd"):
+        value = options.get(name)
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise TypeError(f"FakeKoma: `{name}` must be a path (a str or os.PathLike), not {value!r}")
-    if trace is not None and not isinstance(trace, bool):
-        raise TypeError(f"FakeKoma: `trace` must be a bool, not {trace!r}")
+    for name in ("trace", "telemetry", "capture_content"):
+        value = options.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"FakeKoma: `{name}` must be a bool, not {value!r}")
+    env = options.get("env")
     if env is not None and not (
         isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
     ):
         raise TypeError(f"FakeKoma: `env` must be a mapping of str to str, not {env!r}")
+    delay_ms = options.get("delay_ms", 0)
     if isinstance(delay_ms, bool) or not isinstance(delay_ms, int) or delay_ms < 0:
         raise TypeError(f"FakeKoma: `delay_ms` must be an int of milliseconds >= 0, not {delay_ms!r}")
+    hello_timeout = options.get("hello_timeout")
+    if hello_timeout is not None and (
+        isinstance(hello_timeout, bool) or not isinstance(hello_timeout, (int, float)) or not hello_timeout >= 0
+    ):
+        raise TypeError(f"FakeKoma: `hello_timeout` must be a number of seconds >= 0 or None, not {hello_timeout!r}")
+    for name, getter in (("tracer_provider", "get_tracer"), ("meter_provider", "get_meter")):
+        value = options.get(name)
+        if value is not None and not callable(getattr(value, getter, None)):
+            raise TypeError(f"FakeKoma: `{name}` must be an OpenTelemetry provider (with {getter}()), not {value!r}")
 
 
 class FakeKoma:
@@ -148,29 +181,23 @@ class FakeKoma:
 
     `executable` is koma-sim (`koma_sdk.sim.path()` unless given), `env`
     more of its environment (`KOMA_SIM_FAULT`, ...), `delay_ms` its
-    `KOMA_SIM_DELAY_MS` (scripted steps are not paced by it), and `cwd`,
-    `trace` and `hello_timeout` the client's options."""
+    `KOMA_SIM_DELAY_MS` (scripted steps are not paced by it), and the rest
+    (`cwd`, `trace`, `hello_timeout`, `telemetry`, `tracer_provider`,
+    `meter_provider`, `capture_content`) its clients' options: see
+    `FakeKomaOptions`."""
 
     def __init__(
         self,
         scenario: Part | Mapping[str, Any],
         *,
-        executable: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        delay_ms: int = 0,
         dir: str | os.PathLike[str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        trace: bool | None = None,
-        hello_timeout: float | None = 15.0,
+        **options: Unpack[FakeKomaOptions],
     ) -> None:
         __tracebackhide__ = hide_mistake
-        _check_options(executable=executable, env=env, delay_ms=delay_ms, dir=dir, cwd=cwd, trace=trace)
-        if hello_timeout is not None and (
-            isinstance(hello_timeout, bool) or not isinstance(hello_timeout, (int, float)) or not hello_timeout >= 0
-        ):
-            raise TypeError(
-                f"FakeKoma: `hello_timeout` must be a number of seconds >= 0 or None, not {hello_timeout!r}"
-            )
+        _check_options(options)
+        if dir is not None and not isinstance(dir, (str, os.PathLike)):
+            raise TypeError(f"FakeKoma: `dir` must be a path (a str or os.PathLike), not {dir!r}")
+        executable = options.get("executable")
         text = check_scenario(scenario)
         # Looked up after the check: a mistake is told first.
         self.executable: str = os.fspath(executable) if executable is not None else sim.path()
@@ -195,16 +222,13 @@ class FakeKoma:
             "KOMA_SIM_RECORD": str(self.record_path),
             "KOMA_SIM_HOME": str(self.home),
             "KOMA_SIM_PROGRESS": str(self.dir / "progress.json"),
-            "KOMA_SIM_DELAY_MS": str(delay_ms),
-            **(env or {}),
+            "KOMA_SIM_DELAY_MS": str(options.get("delay_ms", 0)),
+            **(options.get("env") or {}),
         }
-        options: ClientOptions = {"executable": self.executable, "env": dict(self.env), "hello_timeout": hello_timeout}
-        if cwd is not None:
-            options["cwd"] = cwd
-        if trace is not None:
-            options["trace"] = trace
+        #: The options of its clients beside `executable` and `env`, as given.
+        self.settings: ClientSettings = cast(ClientSettings, {k: v for k, v in options.items() if _passed(k, v)})
         #: The options of a `Client(**koma.options)` of this fake.
-        self.options: ClientOptions = options
+        self.options: ClientOptions = {"executable": self.executable, "env": dict(self.env), **self.settings}
         self._clients: list[Client] = []
         self._closed = False
         #: A client of this fake (nothing starts until its first call).
@@ -216,14 +240,7 @@ class FakeKoma:
         the scenario where the others are; closed with the fake."""
         if self._closed:
             raise RuntimeError("FakeKoma: closed")
-        o = self.options
-        client = Client(
-            o["executable"],
-            env=dict(self.env),
-            cwd=o.get("cwd"),
-            trace=o.get("trace", False),
-            hello_timeout=o.get("hello_timeout", 15.0),
-        )
+        client = Client(self.executable, env=dict(self.env), **self.settings)
         self._clients.append(client)
         return client
 

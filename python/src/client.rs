@@ -8,31 +8,28 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use koma_transport::child::LaunchOptions;
 use koma_transport::connection::batch_data_index;
 use koma_transport::connection::client_note;
+use koma_transport::environment::{process_settings, ProcessSettings};
 use koma_transport::events::{End, Take};
 use koma_transport::stop::Why;
 use koma_transport::telemetry::{TelemetryOptions, TraceContext};
 use koma_transport::turns::{Answer, ApprovalOption, Entry, TurnSpec};
 use koma_transport::wording::{DurationUnit, Naming, Wording};
 use koma_transport::{
-    Closing, Completion, Connection, ConnectionOptions, ErrorCode, EventCounters, KomaError, Outcome, Probe,
-    TraceKinds, TraceRecord,
+    Closing, Completion, Connection, ConnectionOptions, ErrorCode, KomaError, Outcome, Probe, TraceKinds, TraceRecord,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use crate::convert::{error_object, error_of, internal, lift_entry, raise};
-use crate::settings::{process_settings, Settings};
+use crate::counters::SharedView;
 use crate::updates::{ended, update_object, Delivery, TurnEnded};
 use crate::wake::{FdWaker, WakeFd};
-
-/// `PyBUF_WRITE` of CPython's `memoryobject.h` (a stable value; not in the limited API headers).
-const PYBUF_WRITE: std::os::raw::c_int = 0x200;
 
 #[pyclass(frozen, module = "koma_sdk._native")]
 pub struct NativeClient {
@@ -40,9 +37,8 @@ pub struct NativeClient {
     /// leaves the parent's child, tasks and descriptors alone, dropped or not.
     conn: Connection,
     wake: Arc<WakeFd>,
-    counters: Arc<EventCounters>,
-    /// The view of `counters` lent to the package's event queue, released on drop.
-    view: Mutex<Option<Py<PyAny>>>,
+    /// The counters shared with the core, and their view lent to the package's event queue.
+    counters: SharedView,
     /// Traced with OpenTelemetry: the notes of its life go to `koma_sdk._telemetry`.
     telemetry: bool,
 }
@@ -85,7 +81,7 @@ impl NativeClient {
         telemetry: Option<bool>,
     ) -> PyResult<Self> {
         guarded(py, "making a client", || {
-            let Settings { spawn, trace: env_trace } = process_settings().clone().map_err(|e| raise(py, &e))?;
+            let ProcessSettings { spawn, trace: env_trace } = process_settings().map_err(|e| raise(py, &e))?;
             let mut env: Vec<(OsString, OsString)> =
                 env.into_iter().map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v))).collect();
             env.sort();
@@ -115,7 +111,7 @@ impl NativeClient {
             let conn = Connection::new(options, Box::new(FdWaker(wake.clone())));
             let counters = conn.event_counters();
             let telemetry = telemetry.is_some();
-            Ok(NativeClient { conn, wake, counters, view: Mutex::new(None), telemetry })
+            Ok(NativeClient { conn, wake, counters: SharedView::new(counters), telemetry })
         })
     }
 
@@ -352,38 +348,10 @@ impl NativeClient {
     }
 
     /// The counters shared with the core, as a writable memoryview of
-    /// unsigned 32-bit slots (the slot numbers are the module's `SLOT_*`).
+    /// unsigned 32-bit slots (the slot numbers are the module's `COUNTER_LAYOUT`).
     /// The same view every time; it is released when this client goes.
     fn counters(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        guarded(py, "sharing the counters", || {
-            let mut view = self.view.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(v) = view.as_ref() {
-                return Ok(v.clone_ref(py));
-            }
-            // SAFETY: the memory is `self.counters` (an `Arc` this object
-            // holds), valid and aligned for `byte_len` bytes. The view does
-            // not own it, so it must not outlive it: `Drop` releases the view
-            // (after which Python can no longer reach the memory) before the
-            // Arc goes, and if the view cannot be released (something holds
-            // an export of it), the memory is kept for the life of the process.
-            // Python writes the slots with plain aligned 32-bit stores under
-            // the GIL; the core reads them atomically.
-            let raw = unsafe {
-                pyo3::ffi::PyMemoryView_FromMemory(
-                    self.counters.as_ptr().cast(),
-                    self.counters.byte_len() as isize,
-                    PYBUF_WRITE,
-                )
-            };
-            // SAFETY: a new reference, or NULL with an exception set.
-            let bytes_view = unsafe { Bound::from_owned_ptr_or_err(py, raw) }?;
-            let slots = bytes_view.call_method1("cast", ("I",))?;
-            // The byte view is released at once: only `slots` refers to the memory.
-            bytes_view.call_method0("release")?;
-            let slots = slots.unbind();
-            *view = Some(slots.clone_ref(py));
-            Ok(slots)
-        })
+        guarded(py, "sharing the counters", || self.counters.get(py))
     }
 
     /// The kept tail of the child's stderr.
@@ -413,6 +381,15 @@ impl NativeClient {
     /// Whether `close()` is done (for tests).
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
         guarded(py, "reading the phase", || Ok(self.conn.is_closed()))
+    }
+
+    /// Keep the frames from now on too (the `koma_sdk.trace` logger was
+    /// enabled for DEBUG after the client was made): they come with the wakes.
+    fn keep_frames(&self, py: Python<'_>) -> PyResult<()> {
+        guarded(py, "keeping the frames", || {
+            self.conn.keep_trace(TraceKinds { frames: true, stderr: false, notes: false });
+            Ok(())
+        })
     }
 
     /// Stop the child's whole group at once (the client was collected).
@@ -532,13 +509,6 @@ impl Drop for NativeClient {
         // child made by `fork()`, the core leaves the parent's alone).
         self.conn.kill_now();
         self.wake.release();
-        let view = self.view.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(view) = view {
-            let released = Python::attach(|py| view.bind(py).call_method0("release").is_ok());
-            if !released {
-                // Something still exports the view: keep the memory it shows.
-                std::mem::forget(self.counters.clone());
-            }
-        }
+        // The counters' view is released as `counters` goes (see `SharedView`).
     }
 }

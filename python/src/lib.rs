@@ -8,18 +8,21 @@
 //!   turn's updates, a class per kind; the wake's `Delivery`);
 //! - `wake.rs`: the descriptor the core's waker writes to (no GIL taken);
 //! - `convert.rs`: errors, lifted strings and their paths as Python values;
-//! - `settings.rs`: the environment variables read once per process.
+//! - `counters.rs`: the counters shared with the core, as a memoryview, and
+//!   the core's side of them driven by hand (`CountingRig`, for the tests).
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod client;
 mod convert;
-mod settings;
+mod counters;
 mod updates;
 mod wake;
 
 use koma_transport::connection::BATCH_STRIDE;
+use koma_transport::events::Counting;
 use koma_transport::EventCounters;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// Live counts of this process (for tests): connections whose memory is
 /// still held, and call deadlines still running.
@@ -48,11 +51,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<updates::Delivery>()?;
     m.add_function(wrap_pyfunction!(census, m)?)?;
     m.add_function(wrap_pyfunction!(telemetry_table, m)?)?;
-    m.add("SLOT_EPOCH", EventCounters::EPOCH)?;
-    m.add("SLOT_TAKEN", EventCounters::TAKEN)?;
-    m.add("SLOT_BATCH_EPOCH", EventCounters::BATCH_EPOCH)?;
-    m.add("SLOT_TAKEN_BYTES", EventCounters::TAKEN_BYTES)?;
-    m.add("SLOT_BATCH_COUNTING", EventCounters::BATCH_COUNTING)?;
+    m.add_class::<counters::CountingRig>()?;
+    // The core's tables, as they are: each slot of the shared counters by
+    // name, and each way a lent batch counts (the number the core writes
+    // into `BATCH_COUNTING`) by name.
+    let layout = PyDict::new(m.py());
+    for (name, slot) in EventCounters::LAYOUT {
+        layout.set_item(name, slot)?;
+    }
+    m.add("COUNTER_LAYOUT", layout)?;
+    let counting = PyDict::new(m.py());
+    for (name, kind) in Counting::KINDS {
+        counting.set_item(name, kind as u32)?;
+    }
+    m.add("COUNTING", counting)?;
     m.add("BATCH_STRIDE", BATCH_STRIDE)?;
     Ok(())
 }

@@ -4,6 +4,7 @@ test_faults.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -364,3 +365,32 @@ async def test_a_failed_run_pickles_with_its_result(sim_client: MakeClient) -> N
     again = pickle.loads(pickle.dumps(e))
     assert again.result == e.result, "the result survives pickling"
     assert again.result.tool_calls[0].approval == "deny"
+
+
+def test_koma_sdk_spawn_picks_the_spawn_path_and_a_bad_value_is_refused_with_the_cores_message(home: Path) -> None:
+    # The core reads KOMA_SDK_SPAWN once per process for both packages: the
+    # values Node takes (`auto` included), and the same words for a bad one
+    # (__test__/client.test.mjs).
+    body = f"""
+import asyncio
+async def main():
+    try:
+        c = Client(SIM, env={sim_env(home)!r})
+    except KomaError as e:
+        print(json.dumps({{"code": e.code, "message": e.message}}))
+        return
+    async with c:
+        st = await c.state()
+    print(json.dumps({{"status": st.status}}))
+asyncio.run(main())
+"""
+    for mode in ("auto", "no-pidfd", "portable", ""):
+        r = run_python(body, env={"KOMA_SDK_SPAWN": mode})
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout) == {"status": "idle"}, f"KOMA_SDK_SPAWN={mode}"
+    r = run_python(body, env={"KOMA_SDK_SPAWN": "pidfd-please"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {
+        "code": "invalid_params",
+        "message": 'KOMA_SDK_SPAWN="pidfd-please" names no spawn path: it must be `auto`, `no-pidfd`, `portable`, or unset',
+    }

@@ -52,16 +52,19 @@ async def test_a_round_trip_logs_the_frames_written_and_read_naming_the_client(
     assert re.match(prefix + r' <- \{"type":"hello"', lines[0]), "the first frame is hello"
 
 
-async def test_without_trace_or_debug_no_frame_is_logged(
+async def test_without_trace_or_debug_no_frame_is_logged_and_debug_turned_on_later_logs_the_next_ones(
     sim_client: MakeClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="koma_sdk")
     c = sim_client()
     await c.create()
-    caplog.set_level(logging.DEBUG, logger="koma_sdk")  # too late: frames are chosen when the client is made
+    assert on(caplog, "koma_sdk.trace") == [], "nothing kept while nobody logs frames"
+    caplog.set_level(logging.DEBUG, logger="koma_sdk")  # as a handler added later: from the next call on
     await c.state()
     await c.close()
-    assert on(caplog, "koma_sdk.trace") == []
+    frames = [r.getMessage() for r in on(caplog, "koma_sdk.trace")]
+    assert not any('"method":"create"' in f for f in frames), frames
+    assert any('"method":"state"' in f for f in frames), frames
     assert on(caplog, "koma_sdk"), "the notes are logged whenever the logger takes them"
 
 
@@ -171,23 +174,33 @@ async def main():
     assert re.search(r"DEBUG:koma_sdk:\[koma_sdk pid \d+\] closed", err), err
 
 
-def test_koma_sdk_trace_1_records_the_frames_of_a_client_made_at_info(home: Path) -> None:
-    # Made while koma_sdk.trace logs INFO, a client records no frame unless
-    # KOMA_SDK_TRACE=1 (or trace=True) says so; DEBUG turned on later shows them.
+def test_a_trace_handler_added_after_the_client_was_made_gets_its_frames(home: Path) -> None:
+    # Made while koma_sdk.trace logs INFO, a client keeps no frame; once the
+    # logger is enabled for DEBUG (a handler added later, as a late
+    # subscriber of Node's koma-sdk:trace), its frames come from its next call
+    # on. KOMA_SDK_TRACE=1 keeps them from the start.
     body = f"""
 import asyncio, logging
-logging.basicConfig(level=logging.INFO)
 async def main():
     async with Client(SIM, env={sim_env(home)!r}) as c:
-        logging.getLogger("koma_sdk.trace").setLevel(logging.DEBUG)
+        await c.create()
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+        trace = logging.getLogger("koma_sdk.trace")
+        trace.addHandler(handler)
+        trace.setLevel(logging.DEBUG)
         await c.state()
 asyncio.run(main())
 """
-    off = run_python(body, env={"KOMA_SDK_TRACE": ""})
-    assert off.returncode == 0, off.stderr
-    assert '"method":"state"' not in off.stderr, off.stderr
-    on_ = run_python(body, env={"KOMA_SDK_TRACE": "1"})
-    assert on_.returncode == 0, on_.stderr
-    assert re.search(r'DEBUG:koma_sdk\.trace:\[koma_sdk pid \d+\] -> \{"id":"\d+","method":"state"', on_.stderr), (
-        on_.stderr
+    late = run_python(body, env={"KOMA_SDK_TRACE": ""})
+    assert late.returncode == 0, late.stderr
+    assert '"method":"create"' not in late.stderr, "nothing was kept before: " + late.stderr
+    assert re.search(r'DEBUG:koma_sdk\.trace:\[koma_sdk pid \d+\] -> \{"id":"\d+","method":"state"', late.stderr), (
+        late.stderr
+    )
+    assert re.search(r"DEBUG:koma_sdk\.trace:\[koma_sdk pid \d+\] <- \{.*\"result\"", late.stderr), late.stderr
+    early = run_python(body, env={"KOMA_SDK_TRACE": "1"})
+    assert early.returncode == 0, early.stderr
+    assert re.search(r'DEBUG:koma_sdk\.trace:\[koma_sdk pid \d+\] -> \{"id":"\d+","method":"state"', early.stderr), (
+        early.stderr
     )

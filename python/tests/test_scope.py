@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -258,12 +259,20 @@ async def test_trio_cancel_scopes_around_a_loop(fake_koma: FakeKomaFactory, trio
 
 
 async def test_a_loop_that_ends_with_the_turn_is_not_left(fake_koma: FakeKomaFactory) -> None:
-    c = fake_koma({"turns": [{"steps": [{"do": "output", "text": "a"}]}]}, executable=SIM).client
+    koma = fake_koma({"turns": [{"steps": [{"do": "output", "text": "a"}]}]}, executable=SIM)
+    c = koma.client
     await c.create()
     turn = c.turn("go", on_approval="deny")
     names = [item.name async for item in turn]
     assert names[-1] == "turn_finished"
     assert (await turn.result()).status == "completed"
+    # The loop and the Turn let go of and collected: no finalizer interrupts either.
+    del turn
+    gc.collect()
+    await c.state()  # answered after koma read everything written before it
+    assert koma.methods() == ["create", "submit", "state"], (
+        "no interrupt: the loop ended with its turn, it was not left"
+    )
     with pytest.raises(KomaError):
         await c.request("no_such_method")  # the client goes on (a local refusal, not a hang)
 

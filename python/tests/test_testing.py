@@ -6,6 +6,7 @@ the docs' example as written."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -28,11 +29,13 @@ from koma_sdk.testing import (
     Approval,
     Branch,
     BrokenFrame,
+    ClientSettings,
     Contains,
     Crash,
     Event,
     Exit,
     FakeKoma,
+    FakeKomaOptions,
     Finish,
     MethodAnswer,
     Output,
@@ -396,6 +399,39 @@ def test_fake_komas_options_are_checked_before_anything_is_made(tmp_path: Path) 
     with pytest.raises(TypeError, match="unexpected keyword argument 'delay'"):
         FakeKoma(Scenario(), dir=tmp_path / "k", delay=5)  # type: ignore[call-arg]
     assert not (tmp_path / "k").exists(), "no folder was made"
+
+
+def test_a_fakes_options_are_koma_sims_and_every_option_of_client_but_executable_and_env() -> None:
+    # Declared once (FakeKomaOptions, over the schema's ClientSettings), and
+    # the same as @koma/sdk/testing's fake takes: executable, env, delayMs,
+    # and `client`, every option of new Client but executable and env.
+    schema = json.loads((Path(__file__).resolve().parents[2] / "schema" / "sdk.schema.json").read_text())
+    names = list(schema["$defs"]["ClientOptions"]["properties"])
+    snake = [re.sub(r"[A-Z]", lambda c: "_" + c.group().lower(), n) for n in names]
+    assert set(inspect.signature(Client).parameters) == set(snake), "Client takes the schema's options"
+    settings = ClientSettings.__required_keys__ | ClientSettings.__optional_keys__
+    assert settings == set(snake) - {"executable", "env"}
+    fake = FakeKomaOptions.__required_keys__ | FakeKomaOptions.__optional_keys__
+    assert fake == settings | {"executable", "env", "delay_ms"}
+
+
+async def test_a_fake_passes_the_telemetry_options_on_to_its_clients(tmp_path: Path) -> None:
+    class Provider:
+        def get_tracer(self, *args: Any, **kw: Any) -> Any:
+            raise AssertionError("not traced: telemetry=False")
+
+    provider = Provider()
+    koma = FakeKoma(Scenario(), dir=tmp_path / "k", telemetry=False, capture_content=True, tracer_provider=provider)
+    try:
+        assert koma.options["telemetry"] is False
+        assert koma.options["capture_content"] is True
+        assert koma.options["tracer_provider"] is provider
+        assert koma.client._telemetry is None and koma.new_client()._telemetry is None, "its clients are not traced"
+        await koma.client.create()
+    finally:
+        await koma.aclose()
+    with pytest.raises(TypeError, match="`tracer_provider` must be an OpenTelemetry provider"):
+        FakeKoma(Scenario(), dir=tmp_path / "k2", tracer_provider=object())  # type: ignore[arg-type]
 
 
 def test_a_mistake_under_pytest_is_shown_at_the_tests_line_without_the_packages_frames(tmp_path: Path) -> None:

@@ -62,7 +62,74 @@ export function loadSchemas(root) {
     if (doc.$id !== name) throw new SchemaError(file, "/$id", `must be the file's name, ${JSON.stringify(name)}`);
     files.push({ file, name, doc });
   }
-  return model(files);
+  const values = constants(files);
+  for (const f of files) f.doc = substitute(f.doc, values, f.file, []);
+  const m = model(files);
+  m.constants = values;
+  m.bounds = files.find((f) => f.name === "protocol.schema.json")?.doc["x-bounds"];
+  return m;
+}
+
+// ---- the numbers said once: the protocol's bounds (`x-bounds`) and the
+// options' defaults (`default` with `x-const`), and how a text shows each.
+
+/** Each named number: `{ name, value, unit, file, path }` by name. */
+function constants(files) {
+  const out = new Map();
+  const add = (c) => {
+    if (out.has(c.name)) throw new SchemaError(c.file, c.path, `${c.name} is named twice (also ${out.get(c.name).file})`);
+    out.set(c.name, c);
+  };
+  for (const { file, doc } of files) {
+    for (const [name, b] of Object.entries(doc["x-bounds"]?.limits ?? {}))
+      add({ name, value: b.value, unit: b.unit, description: b.description, file, path: pointer(["x-bounds", "limits", name]) });
+    for (const [def, schema] of Object.entries(doc.$defs ?? {})) {
+      for (const [prop, p] of Object.entries(schema.properties ?? {})) {
+        if (!p["x-const"]) continue;
+        const path = pointer(["$defs", def, "properties", prop]);
+        if (typeof p.default !== "number" || p["x-unit"] !== "ms")
+          throw new SchemaError(file, path, "`x-const` names a `default` duration (a number with `x-unit`: ms)");
+        add({ name: p["x-const"], value: p.default, unit: "ms", description: p.description, option: prop, file, path });
+      }
+    }
+  }
+  return out;
+}
+
+/** 41943040 -> "41,943,040"; 15.5 -> "15.5". */
+const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+
+/** How a text shows constant `c`: `:exact` (bytes: the exact count), `:ms`, `:s` (a duration in Node's or Python's unit), or plainly. */
+export function showConstant(c, format) {
+  if (c.unit === "bytes") {
+    const short =
+      c.value % 1048576 === 0 ? `${c.value / 1048576} MiB` : c.value % 1024 === 0 ? `${c.value / 1024} KiB` : `${grouped(c.value)} bytes`;
+    if (format === "exact") return `${grouped(c.value)} bytes (${short})`;
+    if (format === undefined) return short;
+  } else if (c.unit === "ms") {
+    if (format === "ms") return String(c.value);
+    if (format === "s") return Number.isInteger(c.value / 1000) ? `${c.value / 1000}.0` : String(c.value / 1000);
+    if (format === undefined) return c.value % 1000 === 0 ? `${c.value / 1000} s` : `${c.value} ms`;
+  } else if (format === undefined) return grouped(c.value);
+  return undefined;
+}
+
+const PLACEHOLDER = /\{\{([A-Z][A-Z_]*)(?::(\w+))?\}\}/g;
+
+/** `node` with every `{{NAME}}` of its strings replaced by the constant's text (a SchemaError for an unknown one). */
+function substitute(node, values, file, parts) {
+  if (typeof node === "string") {
+    return node.replace(PLACEHOLDER, (all, name, format) => {
+      const c = values.get(name);
+      const shown = c && showConstant(c, format);
+      if (shown === undefined) throw new SchemaError(file, pointer(parts), `${all} names no constant (or no such form of it)`);
+      return shown;
+    });
+  }
+  if (Array.isArray(node)) return node.map((n, i) => substitute(n, values, file, [...parts, i]));
+  if (node && typeof node === "object")
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, substitute(v, values, file, [...parts, k])]));
+  return node;
 }
 
 /** The rules a schema cannot say, and the model. */

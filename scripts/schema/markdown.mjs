@@ -251,3 +251,9 @@ export function mdScenarioClasses(m) {
   }
   return lines.join("\n");
 }
+
+/** docs/protocol.md's table of bounds (protocol.schema.json's `x-bounds`, its numbers written in). */
+export function mdBounds(m) {
+  const rows = m.bounds.table.map((r) => `| ${r.bound} | ${r.value} | ${r.beyond} |`);
+  return ["| bound | value | beyond it |", "|---|---|---|", ...rows].join("\n");
+}

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { esmEntry, scenarioStepsJs, tablesJs } from "./javascript.mjs";
 import {
+  mdBounds,
   mdErrors,
   mdEvents,
   mdFiles,
@@ -20,10 +21,11 @@ import {
   mdStepFunctions,
   mdSteps,
 } from "./markdown.mjs";
-import { pyCodes, pyExceptions, pyModule, pyScenario } from "./python.mjs";
-import { rust } from "./rust.mjs";
+import { pyCodes, pyExceptions, pyModule, pyOptions, pyScenario } from "./python.mjs";
+import { rust, rustLimits, rustNodeOptions } from "./rust.mjs";
 import { rustSim } from "./rust-sim.mjs";
 import { rustfmt, ruffFormat } from "./format.mjs";
+import { showConstant } from "./load.mjs";
 import { testingTypings, typings } from "./typescript.mjs";
 
 /** `text` with its region `name` replaced by `body`. */
@@ -36,7 +38,25 @@ export function region(text, name, body, file) {
   return `${text.slice(0, start + open.length)}\n${body}\n${text.slice(end)}`;
 }
 
-const regions = (file, tables) => (m, old) => Object.entries(tables).reduce((text, [name, make]) => region(text, name, make(m), file), old);
+/**
+ * `text` with each number the schema names (`<!-- value:NAME -->15 s<!-- /value -->`,
+ * or `value:NAME:FORM`, a form of `showConstant`) written from the schema.
+ */
+export function values(text, m, file) {
+  return text.replace(/(<!-- value:([A-Z][A-Z_]*)(?::(\w+))? -->)([^<]*)(<!-- \/value -->)/g, (_all, open, name, form, _old, close) => {
+    const c = m.constants.get(name);
+    const shown = c && showConstant(c, form);
+    if (shown === undefined) throw new Error(`${file}: <!-- value:${name}${form ? `:${form}` : ""} --> names no constant of schema/`);
+    return `${open}${shown}${close}`;
+  });
+}
+
+const regions = (file, tables) => (m, old) =>
+  values(
+    Object.entries(tables).reduce((text, [name, make]) => region(text, name, make(m), file), old),
+    m,
+    file,
+  );
 
 /** Each generated file: `make(model, old text, root)` gives its new text (`null`: another tool writes it). */
 export const OUTPUTS = [
@@ -45,6 +65,18 @@ export const OUTPUTS = [
     by: "`npm run generate`",
     from: "the methods, events and error codes; the values with `x-rust-name`",
     make: (m, _old, root) => rustfmt(root, rust(m)),
+  },
+  {
+    file: "crates/koma-transport/src/limits.rs",
+    by: "`npm run generate`",
+    from: "protocol.schema.json's `x-bounds` and hello's `protocol`: the protocol's version and bounds",
+    make: (m, _old, root) => rustfmt(root, rustLimits(m)),
+  },
+  {
+    file: "src/surface.rs",
+    by: "`npm run generate`",
+    from: "sdk.schema.json: the names of the options of `new Client`, of a call and of a turn, for the Node binding's check",
+    make: (m, _old, root) => rustfmt(root, rustNodeOptions(m)),
   },
   {
     file: "index.d.ts",
@@ -88,6 +120,12 @@ export const OUTPUTS = [
       ),
   },
   {
+    file: "python/koma_sdk/_options.py",
+    by: "`npm run generate`",
+    from: "sdk.schema.json: `Client`'s options (their defaults, names and types), for `Client` and koma_sdk.testing",
+    make: (m, _old, root) => ruffFormat(root, pyOptions(m)),
+  },
+  {
     file: "python/koma_sdk/_codes.py",
     by: "`npm run generate`",
     from: "the error codes",
@@ -127,8 +165,8 @@ export const OUTPUTS = [
     file: "docs/protocol.md",
     region: true,
     by: "`npm run generate`",
-    from: "the tables of methods, results, events, error codes",
-    make: regions("docs/protocol.md", { methods: mdMethods, results: mdResults, events: mdEvents, errors: mdErrors }),
+    from: "the tables of bounds, methods, results, events, error codes; the numbers it names",
+    make: regions("docs/protocol.md", { bounds: mdBounds, methods: mdMethods, results: mdResults, events: mdEvents, errors: mdErrors }),
   },
   {
     file: "docs/koma-sim.md",
@@ -155,9 +193,16 @@ export const OUTPUTS = [
     file: "docs/client.md",
     region: true,
     by: "`npm run generate`",
-    from: "the table of error codes",
+    from: "the table of error codes; the numbers it names (`<!-- value:NAME -->`)",
     make: regions("docs/client.md", { errors: mdErrors }),
   },
+  ...["docs/client-python.md", "docs/semantics.md", "docs/remote.md"].map((file) => ({
+    file,
+    region: true,
+    by: "`npm run generate`",
+    from: "the numbers it names (`<!-- value:NAME -->`: the hello deadline's default)",
+    make: regions(file, {}),
+  })),
   {
     file: "CONTRIBUTING.md",
     region: true,

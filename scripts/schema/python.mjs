@@ -8,7 +8,7 @@
 // arguments of the client's methods, not types. The text is laid out by
 // ruff itself (format.mjs); the hand-written halves are _values.py and
 // _errors.py.
-import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
+import { inputs, kindOf, langsOf, nullable, propertiesOf, SchemaError, scalarOf, showConstant } from "./load.mjs";
 import { doc, NOTE, quote, snake } from "./names.mjs";
 import { SCENARIO } from "./scenario.mjs";
 
@@ -438,4 +438,69 @@ export function pyScenario(m, file) {
   const doc =
     "The scenario format's parts (schema/scenario.schema.json) as koma_sdk.testing\nexports them: frozen dataclasses whose `json()` is their object in koma-sim's\nfile (`_scenario.Part`), and the unions and enums of the format. A field left\nout is left out of the file: None where the format takes no null, ABSENT where\nit takes any JSON value (None is JSON's null there), and an empty list.";
   return moduleText(doc, imports, body, exported);
+}
+
+/**
+ * `Client`'s keyword arguments, from the schema's `ClientOptions`: the
+ * defaults of its options (in seconds), `ClientSettings` (every option but
+ * `executable` and `env`: what a fake's client takes) and `ClientOptions`
+ * (all of them: `Client(**options)`).
+ */
+function clientOptions(m, def) {
+  const where = (n) => ({ file: def.file, path: `${def.path}/properties/${n}` });
+  const required = new Set(def.schema.required ?? []);
+  const typeOf = (n, p) => {
+    const t = pyType(p, where(n), false);
+    return required.has(n) || t.endsWith("| None") || p.type === "boolean" ? t : `${t} | None`;
+  };
+  const members = Object.entries(def.schema.properties).map(([n, p]) => ({ n, p, name: p["x-python-name"] ?? snake(n) }));
+  const own = ["executable", "env"];
+  const out = [];
+  for (const c of m.constants.values()) {
+    if (c.unit !== "ms" || !members.some(({ n }) => n === c.option)) continue;
+    out.push(
+      "",
+      `#: The default of \`${snake(c.option)}\`, in seconds (${showConstant(c)}).`,
+      `${c.name}: Final = ${showConstant(c, "s")}`,
+    );
+  }
+  out.push("", "", "class ClientSettings(TypedDict, total=False):");
+  out.push('    """The options of `Client` beside `executable` and `env`: what a fake\'s client takes."""', "");
+  for (const { n, p, name } of members.filter(({ n }) => !own.includes(n))) out.push(`    ${name}: ${typeOf(n, p)}`);
+  out.push("", "", "class _ClientOptionsFields(TypedDict):");
+  for (const { n, p, name } of members.filter(({ n }) => required.has(n))) out.push(`    ${name}: ${typeOf(n, p)}`);
+  out.push("", "", "class ClientOptions(_ClientOptionsFields, ClientSettings, total=False):");
+  out.push(
+    `    """${def.schema.description.replace("`new Client(...)`", "`Client(...)`")} As keyword arguments: \`Client(**options)\`."""`,
+    "",
+  );
+  for (const { n, p, name } of members.filter(({ n }) => own.includes(n) && !required.has(n))) out.push(`    ${name}: ${typeOf(n, p)}`);
+  return out;
+}
+
+/**
+ * python/koma_sdk/_options.py: `Client`'s keyword arguments, from the
+ * schema's `ClientOptions` (the def whose `x-python-function` is `Client`):
+ * the defaults, `ClientSettings` and `ClientOptions`. Not exported by the
+ * package: `Client` takes the defaults, koma_sdk.testing exports the options.
+ */
+export function pyOptions(m) {
+  const def = [...m.defs.values()].find((d) => d.schema["x-python-function"] === "Client");
+  const body = clientOptions(m, def);
+  const imports = [
+    ...importsFor(body, [["import os", ["os"]]]),
+    ...importsFor(body, [
+      ["collections.abc", ["Mapping"]],
+      ["typing", ["Final", "TypedDict"]],
+    ]),
+    "",
+    ...importsFor(body, [["._telemetry", ["MeterProviderLike", "TracerProviderLike"]]]),
+  ];
+  const doc =
+    "The options of `Client` (schema/sdk.schema.json's `ClientOptions`): their\ndefaults, which `Client` takes, and their names and types, which\nkoma_sdk.testing's fakes take (`ClientSettings`) and hand out (`ClientOptions`).";
+  return moduleText(doc, imports, body, [
+    "ClientOptions",
+    "ClientSettings",
+    ...[...m.constants.values()].filter((c) => c.unit === "ms").map((c) => c.name),
+  ]);
 }

@@ -4,7 +4,7 @@
 // JSON (the defs with `x-rust-name` and what they hold), each a struct that
 // `raw_json::JsonWriter` writes. The shapes are hand-written in
 // `tables.rs` and `raw_json.rs`; this writes tables and types only.
-import { kindOf, nullable, propertiesOf, SchemaError, scalarOf } from "./load.mjs";
+import { kindOf, nullable, propertiesOf, SchemaError, scalarOf, showConstant } from "./load.mjs";
 import { doc, NOTE, pascal, quote, snake } from "./names.mjs";
 
 const rustDoc = (text, indent) => (text ? doc(text, `${indent}/// `, 100) : []);
@@ -125,10 +125,59 @@ export function rust(m) {
     }
     out.push("        w.end_object();", "    }", "}", "");
   }
+  // The options' defaults, the core's own (a host passes `None` for "not given").
+  for (const c of m.constants.values()) {
+    if (c.unit !== "ms") continue;
+    out.push(
+      `/// The default of \`${c.option}\` (${showConstant(c)}), which a host passes on when it is not given.`,
+      `pub const ${c.name}: std::time::Duration = std::time::Duration::from_millis(${c.value});`,
+      "",
+    );
+  }
   // LiftedText and JsonValue are named only where a member is one.
   let text = out.join("\n");
   for (const name of ["JsonValue", "LiftedText"]) {
     if (!new RegExp(`: (Option<)?(Vec<)?${name}`).test(text)) text = text.replace(`${name}, `, "");
   }
   return text;
+}
+
+/** crates/koma-transport/src/limits.rs: the protocol's version (hello's `protocol`) and its bounds (`x-bounds`). */
+export function rustLimits(m) {
+  const version = m.defs.get("Hello").schema.properties.protocol.const;
+  const out = [`//! ${NOTE}`, "//! The protocol's numbers: its version and its bounds (docs/protocol.md, Bounds).", ""];
+  for (const c of m.constants.values()) {
+    if (c.unit === "ms") continue;
+    out.push(...rustDoc(`${c.description.replace(/\.$/, "")} (${showConstant(c)}; docs/protocol.md, Bounds).`, ""));
+    out.push(`pub const ${c.name}: usize = ${c.value};`);
+  }
+  out.push("/// The only protocol version this client speaks.", `pub const PROTOCOL_VERSION: u64 = ${version};`, "");
+  return out.join("\n");
+}
+
+/**
+ * src/surface.rs (the Node binding): the names of the options each call of
+ * `Client` takes, from their types in sdk.schema.json (Node's names, the
+ * members Node has), for `src/options.rs`'s check of an options object.
+ */
+export function rustNodeOptions(m) {
+  const table = (defName) =>
+    Object.entries(m.defs.get(defName).schema.properties)
+      .filter(([, p]) => (p["x-langs"] ?? ["node", "python"]).includes("node"))
+      .map(([n]) => `(${quote(n)}, ${(m.defs.get(defName).schema.required ?? []).includes(n)})`)
+      .join(", ");
+  return [
+    `//! ${NOTE}`,
+    "//! The options of each call of `Client`, by name, from their types in",
+    "//! schema/sdk.schema.json: each name and whether it is required. `options.rs`",
+    "//! refuses any other key with this list.",
+    "",
+    "/// `new Client(options)`'s (`ClientOptions`).",
+    `pub const CLIENT_OPTIONS: &[(&str, bool)] = &[${table("ClientOptions")}];`,
+    "/// Every protocol method's last argument (`CallOptions`).",
+    `pub const CALL_OPTIONS: &[(&str, bool)] = &[${table("CallOptions")}];`,
+    "/// `turn()`'s (`TurnOptions`); `run()`'s are the same names (`RunOptions`).",
+    `pub const TURN_OPTIONS: &[(&str, bool)] = &[${table("TurnOptions")}];`,
+    "",
+  ].join("\n");
 }

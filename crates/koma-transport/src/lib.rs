@@ -8,6 +8,7 @@
 //! - [`surface`]: the protocol's methods, events and error codes, and the values the core builds, generated from `schema/` (of the shapes of [`tables`]);
 //! - [`tables`]: the shapes of the generated tables (a method and its params' fields, `ErrorCode`'s declaration);
 //! - [`error`]: the error value every failure is, with its code;
+//! - [`environment`]: `KOMA_SDK_SPAWN` and `KOMA_SDK_TRACE`, read once per process for every host;
 //! - [`params`]: the local check of params;
 //! - [`lifecycle`]: hello, then create/resume, then the rest, then detach;
 //! - [`pending`]: the table of requests written and not yet answered;
@@ -34,6 +35,7 @@
 
 pub mod child;
 pub mod connection;
+pub mod environment;
 pub mod error;
 pub mod events;
 pub mod frame;

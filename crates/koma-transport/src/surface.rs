@@ -143,3 +143,6 @@ impl WriteJson for ToolCallRecord {
         w.end_object();
     }
 }
+
+/// The default of `helloTimeout` (15 s), which a host passes on when it is not given.
+pub const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(15000);

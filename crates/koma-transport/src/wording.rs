@@ -74,6 +74,6 @@ mod tests {
         assert_eq!(snake.option("on_approval"), "on_approval");
         assert_eq!(camel.duration(Duration::from_millis(200)), "200 ms");
         assert_eq!(snake.duration(Duration::from_millis(200)), "0.2 s");
-        assert_eq!(snake.duration(Duration::from_secs(15)), "15 s");
+        assert_eq!(snake.duration(Duration::from_secs(7)), "7 s");
     }
 }

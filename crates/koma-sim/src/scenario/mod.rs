@@ -4,9 +4,12 @@
 //! schema/scenario.schema.json), which `read` fills from the file's JSON;
 //! `parse` checks what the schema cannot say as it makes `script`, what the
 //! file becomes, which chooses a turn's steps and a request's answer as the
-//! run goes.
+//! run goes. `fuzz_check` (tests and fuzzing only): the properties of the
+//! reader that the `scenario` fuzz target checks.
 
 mod format;
+#[cfg(any(test, fuzzing))]
+pub mod fuzz_check;
 mod parse;
 mod progress;
 mod read;

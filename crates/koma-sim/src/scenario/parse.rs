@@ -330,8 +330,8 @@ fn describe_turn(v: &Value) -> String {
 /// ` (submit, call 2)`: how a method entry is named in a message.
 fn describe_method(v: &Value) -> String {
     match (v.get("method").and_then(Value::as_str), v.get("nth")) {
-        (Some(m), None) => format!(" ({m}, every call)"),
-        (Some(m), Some(Value::Number(n))) => format!(" ({m}, call {n})"),
+        (Some(m), None) => format!(" ({}, every call)", read::plain(m)),
+        (Some(m), Some(Value::Number(n))) => format!(" ({}, call {n})", read::plain(m)),
         _ => String::new(),
     }
 }

@@ -487,9 +487,21 @@ impl<'de> de::VariantAccess<'de> for OneOf<'de> {
     }
 }
 
-/// A string as JSON writes it: quoted, on one line.
+/// A string as JSON writes it: quoted, on one line, with every control
+/// character escaped (serde_json escapes those below U+0020 only; DEL and
+/// the C1 controls too, so that a message is one plain line whatever the
+/// file holds: found by the `scenario` fuzz target).
 pub fn quote(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
+    plain(&serde_json::to_string(s).expect("a string serializes")).into_owned()
+}
+
+/// `s` with every control character escaped as JSON would (`\u007f`): a
+/// name from the file shown as it is in a message.
+pub fn plain(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars().map(|c| if c.is_control() { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
 }
 
 /// What a value that does not fit is, for a message: numbers as written.

@@ -112,6 +112,13 @@ impl Link {
         held
     }
 
+    /// Hold a runtime of a unit test's own in place of the I/O threads (its
+    /// clock is the test's: see `timers.rs`).
+    #[cfg(test)]
+    pub fn hold_io_on(&self, handle: Handle) {
+        *self.io_slot() = Some(Lease::on(handle));
+    }
+
     /// The runtime of this connection's tasks, while it holds the I/O threads.
     pub fn io(&self) -> Option<Handle> {
         self.io_slot().as_ref().map(|l| l.handle().clone())

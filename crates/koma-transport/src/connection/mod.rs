@@ -22,7 +22,9 @@
 //!   supervisor is done), and the steps shared by several actors (failing,
 //!   waking the host);
 //! - the nouns of the API: options (`options.rs`), completions and the
-//!   waker (`completion.rs`), the event counters (`counters.rs`), the
+//!   waker (`completion.rs`), the event counters (`counters.rs`, and
+//!   `counting.rs`, the core's side of them driven by hand for the shared
+//!   counters' cases), the
 //!   census of live connections and deadlines (`census.rs`).
 //!
 //! Everything that completes later is queued as a [`Completion`] (and what
@@ -34,6 +36,7 @@ mod api;
 mod census;
 mod completion;
 mod counters;
+mod counting;
 mod drain;
 mod link;
 mod options;
@@ -53,6 +56,7 @@ pub use api::{Closing, Connection, Probe};
 pub use census::{census, Census};
 pub use completion::{Completion, Outcome, RawJson, Waker};
 pub use counters::EventCounters;
+pub use counting::CountingRig;
 #[cfg(feature = "testing")]
 pub use options::Faults;
 pub use options::{ConnectionOptions, TraceKinds};

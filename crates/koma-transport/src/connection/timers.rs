@@ -96,3 +96,183 @@ fn expire(link: Weak<Link>, token: u64, after: Duration) {
         link.wake_if_needed(s);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The stop grace, exactly: under a runtime whose clock is paused (it
+    //! moves only as the test says, or, when every task waits, straight to
+    //! the next timer), a stopped turn is given up neither a millisecond
+    //! before [`TURN_STOP_GRACE`] from its stop nor later than it, whether
+    //! the host stopped it or its deadline did. The hosts' tests check the
+    //! wiring (the interrupt written, the error and the partial result
+    //! handed over); the time is checked here.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{expire_turn_after, stop_turn, TURN_STOP_GRACE};
+    use crate::connection::completion::{Outcome, Waker};
+    use crate::connection::link::Link;
+    use crate::connection::options::ConnectionOptions;
+    use crate::error::ErrorCode;
+    use crate::stop::Why;
+    use crate::turns::{ApprovalOption, Entry, RequestKind, TurnSpec, TurnUpdate};
+
+    struct NoWaker;
+    impl Waker for NoWaker {
+        fn wake(&self) {}
+    }
+
+    const KEY: u64 = 7;
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A connection on a paused runtime of the test's, with turn `KEY`
+    /// running: its submit written and answered.
+    fn running_turn(rt: &tokio::runtime::Runtime, timeout: Option<Duration>) -> Arc<Link> {
+        let link = Arc::new(Link::new(ConnectionOptions::default(), Box::new(NoWaker)));
+        link.hold_io_on(rt.handle().clone());
+        let mut s = link.lock();
+        let spec = TurnSpec {
+            entry: Entry::Run,
+            params: Some(r#"{"text":"go"}"#.into()),
+            mode: None,
+            approvals: ApprovalOption::Text("deny".into()),
+            timeout,
+            stopped: None,
+            refused: None,
+        };
+        s.turns.open(KEY, spec);
+        if let Some(d) = timeout {
+            expire_turn_after(&link, &mut s, KEY, d);
+        }
+        let submit = s.turns.take_effects().requests.pop().expect("the submit");
+        assert_eq!(submit.kind, RequestKind::Submit);
+        s.turns.sent(1, KEY, RequestKind::Submit);
+        let crate::connection::state::Shared { turns, stream, .. } = &mut *s;
+        turns.answered(&mut stream.events, 1, Ok(br#"{"turn":"t-1"}"#));
+        let effects = s.turns.take_effects();
+        assert!(matches!(effects.updates.as_slice(), [(KEY, TurnUpdate::Id(id))] if id == "t-1"));
+        drop(s);
+        link
+    }
+
+    /// The stop's interrupt, handed to the connection to write (queued, as
+    /// this connection has no child): its token.
+    fn interrupt_written(link: &Link) -> u64 {
+        let mut s = link.lock();
+        link.run_turns(&mut s);
+        let asked: Vec<_> = s.calls.before_hello.iter().map(|q| (q.token, q.method.clone())).collect();
+        match asked.as_slice() {
+            [(token, method)] if method == "interrupt" => *token,
+            other => panic!("the stop interrupts the agent, once: {other:?}"),
+        }
+    }
+
+    /// Whether the turn has ended (its end handed to the host), and with which message.
+    fn ended(link: &Link) -> Option<String> {
+        let s = link.lock();
+        s.outbox.completions.iter().find_map(|c| match &c.outcome {
+            Outcome::Turn(TurnUpdate::Ended(end)) if c.token == KEY => {
+                let e = end.error.as_ref().expect("a given-up turn fails");
+                Some(format!("{}: {}", e.error.code, e.error.message))
+            }
+            _ => None,
+        })
+    }
+
+    fn paused() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap()
+    }
+
+    /// Let the clock move `d` (every timer due by then fires, in order).
+    fn pass(rt: &tokio::runtime::Runtime, d: Duration) {
+        rt.block_on(async {
+            tokio::time::sleep(d).await;
+            // The timers due now run before this returns.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+
+    #[test]
+    fn a_turn_stopped_by_the_host_is_given_up_exactly_its_grace_after_the_stop() {
+        let rt = paused();
+        let link = running_turn(&rt, None);
+        pass(&rt, Duration::from_secs(5)); // a while later, koma still working
+        let stopped_at = rt.block_on(async { tokio::time::Instant::now() });
+        {
+            let mut s = link.lock();
+            stop_turn(&link, &mut s, KEY, &Why::Cancelled);
+        }
+        interrupt_written(&link);
+        pass(&rt, TURN_STOP_GRACE - MS);
+        assert_eq!(ended(&link), None, "not given up a millisecond before the grace");
+        pass(&rt, MS);
+        let now = rt.block_on(async { tokio::time::Instant::now() });
+        assert_eq!(now - stopped_at, TURN_STOP_GRACE);
+        let message = ended(&link).expect("given up once the grace passed");
+        assert_eq!(
+            message,
+            "aborted: `run` was cancelled; the agent was interrupted (koma did not end the turn within \
+             1000 ms of the stop: the turn was given up, and its later events go to `events`)"
+        );
+    }
+
+    #[test]
+    fn a_turn_past_its_deadline_is_given_up_exactly_its_grace_after_the_deadline() {
+        let rt = paused();
+        let deadline = Duration::from_millis(2500);
+        let link = running_turn(&rt, Some(deadline));
+        pass(&rt, deadline - MS);
+        {
+            let mut s = link.lock();
+            link.run_turns(&mut s);
+            assert!(s.calls.before_hello.is_empty(), "nothing interrupted before the deadline");
+        }
+        pass(&rt, MS);
+        interrupt_written(&link);
+        pass(&rt, TURN_STOP_GRACE - MS);
+        assert_eq!(ended(&link), None, "not given up a millisecond before the grace");
+        pass(&rt, MS);
+        let message = ended(&link).expect("given up at the deadline plus the grace");
+        assert!(
+            message.starts_with(&format!("{}: the turn did not finish within 2500 ms", ErrorCode::Timeout)),
+            "{message}"
+        );
+        assert!(message.contains("within 1000 ms of the stop"), "{message}");
+    }
+
+    #[test]
+    fn a_turn_that_ends_within_its_grace_is_not_given_up() {
+        let rt = paused();
+        let link = running_turn(&rt, None);
+        {
+            let mut s = link.lock();
+            stop_turn(&link, &mut s, KEY, &Why::Cancelled);
+        }
+        let interrupt = interrupt_written(&link);
+        pass(&rt, TURN_STOP_GRACE - MS);
+        {
+            // koma answers the interrupt and finishes the turn just in time.
+            let mut s = link.lock();
+            let crate::connection::state::Shared { turns, stream, .. } = &mut *s;
+            turns.answered(&mut stream.events, interrupt, Ok(br#"{"turn":"t-1"}"#));
+            turns.deliver(
+                &mut stream.events,
+                crate::turns::Event::new(
+                    1,
+                    "turn_finished",
+                    60,
+                    br#"{"turn":"t-1","status":"interrupted"}"#,
+                    Vec::new(),
+                ),
+            );
+            link.run_turns(&mut s);
+        }
+        let message = ended(&link).expect("it ended with koma's end");
+        assert!(!message.contains("given up"), "{message}");
+        assert!(link.lock().calls.timers.is_empty(), "its grace was cancelled as it ended");
+        pass(&rt, Duration::from_secs(10));
+    }
+}

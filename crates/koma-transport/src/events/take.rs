@@ -31,6 +31,18 @@ pub enum Counting {
     Kept = 2,
 }
 
+impl Counting {
+    /// Each way of counting by the name a host gives it, with the number the
+    /// core writes into `BATCH_COUNTING` (hosts take these from here).
+    pub const KINDS: [(&'static str, Counting); 3] =
+        [("UNCOUNTED", Counting::Uncounted), ("REVOCABLE", Counting::Revocable), ("KEPT", Counting::Kept)];
+
+    /// The way of counting whose number is `n`.
+    pub fn from_number(n: u32) -> Option<Counting> {
+        Counting::KINDS.into_iter().map(|(_, c)| c).find(|c| *c as u32 == n)
+    }
+}
+
 /// What a consumer gets when it asks for events.
 #[derive(Debug, PartialEq)]
 pub enum Take {

@@ -13,6 +13,8 @@ pub struct Lease {
     held: Option<Held>,
     /// The process image it was taken in (see `fork.rs`).
     generation: u64,
+    /// It keeps the I/O threads running (all but a unit test's, see [`Lease::on`]).
+    counted: bool,
 }
 
 struct Held {
@@ -26,7 +28,15 @@ impl Lease {
     pub fn new() -> Lease {
         let generation = generation();
         let (handle, spawner) = threads::acquire();
-        Lease { held: Some(Held { handle, spawner }), generation }
+        Lease { held: Some(Held { handle, spawner }), generation, counted: true }
+    }
+
+    /// A lease of a runtime of a unit test's own (one whose clock it
+    /// controls), which starts no thread and keeps none running.
+    #[cfg(test)]
+    pub(crate) fn on(handle: Handle) -> Lease {
+        let spawner = Err("a unit test's runtime has no spawner".to_owned());
+        Lease { held: Some(Held { handle, spawner }), generation: generation(), counted: false }
     }
 
     /// The runtime to spawn the connection's tasks on.
@@ -43,6 +53,9 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         let Some(held) = self.held.take() else { return };
+        if !self.counted {
+            return;
+        }
         if self.generation != generation() {
             // Taken before fork(), in the parent: its threads do not exist
             // here, and its record may have been locked at the fork. Leave both alone.

@@ -41,6 +41,10 @@
 //! At the end of this file, two bugs the random cases found, pinned down
 //! without a race.
 //!
+//! `turns` is the turn layer's state machine (its own test, `turn_state_machine`):
+//! turns, approvals, interrupts, deadlines, give-ups, child death and
+//! overflow in random interleavings.
+//!
 //! The files: `plan` (a case's plan, from its seed), `ledger` (the calls and
 //! whether an outcome fits), `child` (the child named while it ran, and what
 //! must hold of it after close), `case` (one case, driven and checked),
@@ -58,6 +62,7 @@ mod ledger;
 mod plan;
 mod retired;
 mod totals;
+mod turns;
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
