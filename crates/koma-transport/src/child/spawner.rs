@@ -19,12 +19,13 @@
 //! their own (see `runtime/fork.rs`).
 
 use std::io;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use super::guard::Guard;
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
 use super::raw_spawn::RawSpawn;
@@ -53,26 +54,36 @@ pub(crate) struct SpawnerThread {
     thread: JoinHandle<()>,
 }
 
-/// Start the spawner thread; `on_start` runs first on it.
-pub(crate) fn start(on_start: impl FnOnce() + Send + 'static) -> io::Result<(Spawner, SpawnerThread)> {
+/// Start the spawner thread; `on_start` runs first on it. Each child it
+/// starts is registered with `guard`.
+pub(crate) fn start(
+    on_start: impl FnOnce() + Send + 'static,
+    guard: Arc<Guard>,
+) -> io::Result<(Spawner, SpawnerThread)> {
     let (queue, rx) = mpsc::channel::<Message>();
     let thread = std::thread::Builder::new().name("koma-spawner".into()).spawn(move || {
         on_start();
-        run(rx)
+        run(rx, guard)
     })?;
     Ok((Spawner { queue: queue.clone() }, SpawnerThread { queue, thread }))
 }
 
-fn run(rx: mpsc::Receiver<Message>) {
+fn run(rx: mpsc::Receiver<Message>, guard: Arc<Guard>) {
     let mut paths = Paths::default();
     for message in rx {
         match message {
             Message::Spawn(req) => {
-                let r = paths.spawn(&req.options);
+                let r = paths.spawn(&req.options).map(|mut raw| {
+                    // Before anything else: from here on, this process's
+                    // death takes the child's group with it.
+                    raw.guarded = Some(guard.register(raw.pid));
+                    raw
+                });
                 // The caller may be gone (its client closed meanwhile): nothing else
                 // will supervise this child, so stop and reap it now.
                 if let Err(Ok(orphan)) = req.reply.send(r) {
-                    kill_and_reap(orphan.pid);
+                    let RawSpawn { pid, guarded, .. } = orphan;
+                    kill_and_reap(pid, || drop(guarded));
                 }
             }
             Message::End(runtime) => {
