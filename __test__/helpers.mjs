@@ -63,9 +63,9 @@ export function lacksParentDeath(what) {
  *
  * Each koma is a wrapper (`/bin/sh`, which then execs koma-sim with the
  * same pid) that first opens the write end of a FIFO of this test on fd 9
- * (no close-on-exec), which koma-sim and the tools it starts inherit. So
- * the FIFO reads its end exactly when every koma and every tool is gone:
- * that end of file is the event awaited, with no polling. (Node sets
+ * (no close-on-exec), which koma-sim and the tools it starts inherit. So a
+ * read of the FIFO returns its end exactly when every koma and every tool
+ * is gone: that end of file is the event awaited, with no polling. (Node sets
  * close-on-exec on the descriptors it inherits, so a pipe given to the Node
  * process itself would not reach koma.)
  *
@@ -77,18 +77,16 @@ export function lacksParentDeath(what) {
 export async function killedWithSigkill(script, { spawn: path, check = () => {}, pids = () => [], bound = 30000 }) {
   const { spawn, spawnSync } = await import("node:child_process");
   const { once } = await import("node:events");
-  const { Socket } = await import("node:net");
-  const { openSync, writeFileSync, constants } = await import("node:fs");
+  const { openSync, closeSync, writeFileSync, constants } = await import("node:fs");
+  const { open } = await import("node:fs/promises");
   const dir = mkdtempSync(join(tmpdir(), "koma-held-"));
   homes.push(dir);
   const fifo = join(dir, "held");
   assert(spawnSync("mkfifo", [fifo]).status === 0, "mkfifo");
   const executable = join(dir, "koma");
   writeFileSync(executable, '#!/bin/sh\nexec 9>"$KOMA_TEST_HELD"\nexec "$KOMA_TEST_SIM" "$@"\n', { mode: 0o755 });
-  // Opened before any writer, without blocking: it reads its end only once
-  // writers have come and all have gone.
-  const held = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
-  held.pause();
+  // A reader from the start, so that the wrappers' opens do not wait for one.
+  const early = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
   const env = { KOMA_TEST_HELD: fifo, KOMA_TEST_SIM: SIM };
   const child = spawn(process.execPath, ["-e", script({ executable, env })], {
     stdio: ["ignore", "pipe", "inherit"],
@@ -102,6 +100,10 @@ export async function killedWithSigkill(script, { spawn: path, check = () => {},
     if (r === "exited" && !out.includes("\n")) throw new Error(`the script ended before its line: ${out}`);
   }
   const info = JSON.parse(out.slice(0, out.indexOf("\n")));
+  // For a blocking read (on libuv's thread pool), opened while the komas hold
+  // the FIFO: it returns 0 bytes once the last writer is gone.
+  const held = await open(fifo, "r");
+  closeSync(early);
   try {
     check(info);
   } finally {
@@ -120,13 +122,11 @@ export async function killedWithSigkill(script, { spawn: path, check = () => {},
       reject(new Error(`${bound} ms after the SIGKILL, still running: ${JSON.stringify(left)} of ${JSON.stringify(info)}`));
     }, bound);
   });
-  const ended = once(held, "end");
-  held.resume();
   try {
-    await Promise.race([ended, hang]);
+    await Promise.race([held.read(Buffer.alloc(1), 0, 1, null).then(({ bytesRead }) => assert.equal(bytesRead, 0)), hang]);
   } finally {
     clearTimeout(timer);
-    held.destroy();
+    await held.close();
   }
   return info;
 }

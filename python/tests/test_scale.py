@@ -6,9 +6,6 @@ start from a clean process."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from helpers import (
     lacks_parent_death,
     last_json,
     run_python,
+    running,
     script,
     sim_env,
 )
