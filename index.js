@@ -37,7 +37,7 @@ function noAddon(error) {
   // publishes one (the published package.json names each in its
   // optionalDependencies; a checkout's has none, and names every target's
   // package as a possible build). The loader names a package for platforms
-  // that have none too (Windows: @koma/sdk-win32-x64-msvc).
+  // that have none too (32-bit Windows: @koma/sdk-win32-ia32-msvc).
   const published = publishedPlatforms();
   let platform;
   for (let e = error; e && !platform; e = e.cause) {

@@ -95,19 +95,22 @@ export async function killedWithSigkill(script, { spawn: path, check = () => {},
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   const exited = once(child, "exit");
-  while (!out.includes("\n")) {
-    const r = await Promise.race([once(child.stdout, "data"), exited.then(() => "exited")]);
-    if (r === "exited" && !out.includes("\n")) throw new Error(`the script ended before its line: ${out}`);
-  }
-  const info = JSON.parse(out.slice(0, out.indexOf("\n")));
-  // For a blocking read (on libuv's thread pool), opened while the komas hold
-  // the FIFO: it returns 0 bytes once the last writer is gone.
-  const held = await open(fifo, "r");
-  closeSync(early);
+  let info;
+  let held;
   try {
+    while (!out.includes("\n")) {
+      const r = await Promise.race([once(child.stdout, "data"), exited.then(() => "exited")]);
+      if (r === "exited" && !out.includes("\n")) throw new Error(`the script ended before its line: ${out}`);
+    }
+    info = JSON.parse(out.slice(0, out.indexOf("\n")));
+    // For a blocking read (on libuv's thread pool), opened while the komas
+    // hold the FIFO: it returns 0 bytes once the last writer is gone.
+    held = await open(fifo, "r");
+    closeSync(early);
     check(info);
   } finally {
-    child.kill("SIGKILL");
+    child.kill("SIGKILL"); // also when a check failed: the file would never end
+    if (!held) closeSync(early);
   }
   await exited;
   let timer;

@@ -369,3 +369,40 @@ test("10: an env value with a NUL byte is invalid_params, before anything starts
   );
   assert.deepEqual(childPids(), before);
 });
+
+test("11: a Turn dropped unread is forgotten by the core once it is collected (Node-API's finalizer)", { timeout: 120000 }, () => {
+  // Each turn's events (its 1 MiB text and the reply that repeats it) stay
+  // in the core for a loop that may still come, until its Turn is collected.
+  // Held for all 40 turns, they would take over 80 MiB.
+  const r = runScript(
+    `
+    const { Client } = require(${INDEX});
+    const rss = () => Number(require("fs").readFileSync("/proc/self/statm", "utf8").split(" ")[1]) * 4096;
+    const collect = async () => { for (let i = 0; i < 5; i++) { gc(); await new Promise((r) => setImmediate(r)); } };
+    (async () => {
+      const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
+      await c.create({});
+      const text = "x".repeat(1 << 20);
+      // In a function of its own, so no frame keeps the Turn; its events are never read.
+      const dropOne = async () => (await c.turn({ text }).result).status;
+      await dropOne();
+      await collect();
+      const before = rss();
+      const statuses = [];
+      for (let i = 0; i < 40; i++) {
+        statuses.push(await dropOne());
+        if (i % 5 === 4) await collect();
+      }
+      await collect();
+      const grew = rss() - before;
+      await c.close();
+      console.log(JSON.stringify({ grew, statuses: [...new Set(statuses)] }));
+    })();
+  `,
+    { flags: ["--expose-gc"] },
+  );
+  assert.equal(r.code, 0, r.err);
+  const { grew, statuses } = JSON.parse(r.out);
+  assert.deepEqual(statuses, ["completed"]);
+  assert.ok(grew < 40 * 2 ** 20, `RSS grew by ${(grew / 2 ** 20).toFixed(1)} MiB over 40 dropped turns of 2 MiB of events each`);
+});

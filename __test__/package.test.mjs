@@ -306,11 +306,11 @@ test("without its platform package, @koma/sdk fails with ERR_KOMA_SDK_NO_ADDON, 
   assert.doesNotMatch(e.cause, /wasm32/);
 });
 
-test("on a platform the published package has no package for (Windows), @koma/sdk says it has no addon there, naming no package", {
+test("on a platform the published package has no package for (32-bit Windows), @koma/sdk says it has no addon there, naming no package", {
   timeout: 60000,
 }, (t) => {
   // The published package.json names its platform packages in
-  // optionalDependencies; this platform's is left out, as win32-x64's is.
+  // optionalDependencies; this platform's is left out, as win32-ia32's is.
   const dir = workDir(t, "koma-no-platform-");
   for (const f of ["index.js", "binding.js"]) copyFileSync(join(root, f), join(dir, f));
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));

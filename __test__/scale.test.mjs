@@ -127,12 +127,16 @@ const workerSource = `
 
 test("clients in several Workers: one Worker terminated with requests in flight stops its children, the others go on", {
   timeout: 120000,
-}, async () => {
+}, async (t) => {
+  const workers = [];
+  // A failed check must not leave a Worker running (this file would never end).
+  t.after(() => Promise.all(workers.map((w) => w.terminate())));
   const start = (hang) => {
     const w = new Worker(workerSource, {
       eval: true,
       workerData: { sim: SIM, clients: 10, hang, env: simEnv(hang ? { KOMA_SIM_FAULT: "never_answer" } : {}) },
     });
+    workers.push(w);
     const msgs = [];
     w.on("message", (m) => msgs.push(m));
     return { w, msgs, exited: once(w, "exit") };

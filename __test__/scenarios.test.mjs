@@ -192,12 +192,17 @@ class Runner {
       await within(this.client.close(), "close()");
       span.end();
     });
-    const roots = this.tracing.tree();
+    // Every span is under the scenario's, but the client's life: a trace of
+    // its own, linked to the scenario's span (its caller when it started).
+    // (The roots by name: the application's span starts at the SDK's whole millisecond.)
+    const roots = this.tracing.tree().sort((a, b) => (a.name === "scenario" ? -1 : b.name === "scenario" ? 1 : 0));
     assert.deepEqual(
       roots.map((n) => n.name),
-      ["scenario"],
-      "every span is under the scenario's",
+      ["scenario", "koma.client"],
+      "every span is under the scenario's, and the client's span a root linked to it",
     );
+    assert.deepEqual(roots[1].links, ["scenario"], "the client's span links to the scenario's");
+    checkSpans([roots[1]], [{ name: "koma.client", ...this.scenario.client_span }], "client");
     checkSpans(roots[0].children, this.scenario.spans, "scenario");
   }
 

@@ -47,8 +47,9 @@ const parentOf = (s) => s.parentSpanContext?.spanId ?? s.parentSpanId;
 
 /**
  * The spans as a tree: `{name, attributes, error (error.type or null), status
- * (the status code), start, end (ns, BigInt), span, children}`, each span
- * under its parent (a span whose parent was not exported is a root).
+ * (the status code), start, end (ns, BigInt), links (the names of the
+ * exported spans it links to), span, children}`, each span under its parent
+ * (a span whose parent was not exported is a root).
  */
 export function tree(spans) {
   const nodes = new Map();
@@ -65,7 +66,10 @@ export function tree(spans) {
     nodes.set(span.spanContext().spanId, { ...node, span, children: [] });
   }
   const roots = [];
-  for (const n of nodes.values()) (nodes.get(parentOf(n.span))?.children ?? roots).push(n);
+  for (const n of nodes.values()) {
+    n.links = (n.span.links ?? []).map((l) => nodes.get(l.context.spanId)?.name).filter((name) => name !== undefined);
+    (nodes.get(parentOf(n.span))?.children ?? roots).push(n);
+  }
   const order = (list) => {
     list.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const n of list) order(n.children);
@@ -93,7 +97,8 @@ export function find(nodes, name) {
  * A trace as text, a waterfall: a row per span, indented under its parent,
  * with a bar on one time axis (`width` characters for the whole trace), its
  * duration, and the values of `keys` among its attributes (and its
- * error.type). What docs/tracing.md shows, from exported spans.
+ * error.type); a root says what it links to (`link: POST /deploy`). What
+ * docs/tracing.md shows, from exported spans.
  */
 export function waterfall(nodes, { width = 36, keys = [] } = {}) {
   const rows = [];
@@ -117,6 +122,7 @@ export function waterfall(nodes, { width = 36, keys = [] } = {}) {
       const bar = `${" ".repeat(a)}${"█".repeat(b - a)}${" ".repeat(width - b)}`;
       const ms = `${(Number(r.n.end - r.n.start) / 1e6).toFixed(1)} ms`.padStart(9);
       const shown = [...keys, "error.type"].filter((k) => r.n.attributes[k] !== undefined).map((k) => `${k}=${r.n.attributes[k]}`);
+      if (r.depth === 0) shown.push(...r.n.links.map((name) => `link: ${name}`));
       return `${label(r).padEnd(wide)} |${bar}| ${ms}  ${shown.join(" ")}`.trimEnd();
     })
     .join("\n");

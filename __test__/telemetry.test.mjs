@@ -54,9 +54,15 @@ test("a turn with two tools and an approval: the turn span holds a span per tool
     request.end();
   });
   await c.close();
-  const roots = t.tree();
+  // (The roots in this order: the application's span starts at the SDK's whole millisecond.)
+  const roots = ["request", "koma.client", "koma close"].map((name) => t.tree().find((n) => n.name === name));
   const turn = ["invoke_agent koma", [["execute_tool run_tests"], ["execute_tool git_push", [["approval git_push"]]]]];
-  assert.deepEqual(shape(roots), [["request", [["koma.client"], ["koma create"], turn, turn]], ["koma close"]]);
+  // The client's life is a trace of its own (started within the request, linked to it); close() was called outside the request.
+  assert.equal(t.tree().length, 3);
+  assert.deepEqual(shape(roots), [["request", [["koma create"], turn, turn]], ["koma.client"], ["koma close"]]);
+  assert.deepEqual(roots[1].links, ["request"]);
+  for (const call of [...roots[0].children, roots[2]])
+    assert.deepEqual(call.links, ["koma.client"], `${call.name} links to the client's span`);
   const [allowed, denied] = roots[0].children.filter((n) => n.name === "invoke_agent koma");
   assert.equal(allowed.span.kind, api.SpanKind.CLIENT);
   assert.deepEqual(
@@ -111,6 +117,116 @@ test("a turn with two tools and an approval: the turn span holds a span per tool
   assert.equal(deniedPush.error, "tool_error");
   assert.equal(deniedPush.children[0].attributes["koma.approval.decision"], "deny");
 });
+
+// A task that runs the tests: one tool call, no approval.
+const QUICK = [
+  {
+    times: "always",
+    steps: [
+      { do: "tool", tool: "run_tests", output: "42 passed" },
+      { do: "output", text: "Done." },
+    ],
+  },
+];
+const TASK = [["koma create"], ["invoke_agent koma", [["execute_tool run_tests"]]], ["koma close"]];
+
+/** Every span under `node` is in its trace. */
+function inTrace(node, traceId = node.span.spanContext().traceId) {
+  for (const c of node.children) {
+    assert.equal(c.span.spanContext().traceId, traceId, `${c.name} in ${node.name}'s trace`);
+    inTrace(c, traceId);
+  }
+}
+
+test(
+  "a client per request: the request's trace holds the client's calls, its turn and its close; the client's life is a trace linked to it",
+  T,
+  async (ctx) => {
+    const t = tracing();
+    const handle = (name) =>
+      t.tracer.startActiveSpan(name, async (request) => {
+        const koma = fake(ctx, QUICK, t);
+        await koma.client.create({});
+        await koma.client.run({ text: name }, { onApproval: "deny" });
+        await koma.client.close();
+        request.end();
+      });
+    await Promise.all([handle("request 1"), handle("request 2")]);
+    const roots = t.tree();
+    assert.deepEqual(roots.map((n) => n.name).sort(), ["koma.client", "koma.client", "request 1", "request 2"]);
+    for (const name of ["request 1", "request 2"]) {
+      const request = roots.find((n) => n.name === name);
+      assert.deepEqual(shape(request.children), TASK, name);
+      inTrace(request);
+      // Its client: the root linked to this request, which each call and the turn link to.
+      const client = roots.find((n) => n.name === "koma.client" && n.links[0] === name);
+      assert.deepEqual(client.links, [name]);
+      assert.notEqual(client.span.spanContext().traceId, request.span.spanContext().traceId);
+      for (const call of request.children)
+        assert.deepEqual(
+          call.span.links.map((l) => l.context.spanId),
+          [client.span.spanContext().spanId],
+          `${name} > ${call.name} links to its own client's span`,
+        );
+    }
+  },
+);
+
+test(
+  "one client shared by 20 concurrent requests: 20 request traces, each with its calls and its turn; start and close where they were called",
+  T,
+  async (ctx) => {
+    const t = tracing();
+    const koma = fake(ctx, QUICK, t);
+    const client = koma.client;
+    await t.tracer.startActiveSpan("startup", async (span) => {
+      await client.create({});
+      span.end();
+    });
+    // A session runs one turn at a time: the requests take turns on it.
+    let last = Promise.resolve();
+    const exclusive = (fn) => {
+      const p = last.then(fn);
+      last = p.catch(() => {});
+      return p;
+    };
+    const handle = (i) =>
+      t.tracer.startActiveSpan(`request ${i}`, async (request) => {
+        await client.state();
+        await exclusive(() => client.run({ text: `task ${i}` }, { onApproval: "deny" }));
+        request.end();
+      });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => handle(i + 1)));
+    await t.tracer.startActiveSpan("shutdown", async (span) => {
+      await client.close();
+      span.end();
+    });
+    const roots = t.tree();
+    const named = (name) => roots.filter((n) => n.name === name);
+    assert.equal(roots.length, 23, "startup, the client, 20 requests, shutdown: every span under one of them");
+    assert.deepEqual(shape(named("startup")), [["startup", [["koma create"]]]]);
+    assert.deepEqual(shape(named("shutdown")), [["shutdown", [["koma close"]]]]);
+    const [life] = named("koma.client");
+    assert.deepEqual(
+      [life.links, life.children],
+      [["startup"], []],
+      "the client's life: a root of its own, linked to the span that started it",
+    );
+    const turns = new Set();
+    for (let i = 1; i <= 20; i++) {
+      const [request] = named(`request ${i}`);
+      assert.deepEqual(shape(request.children), [["koma state"], ["invoke_agent koma", [["execute_tool run_tests"]]]], request.name);
+      inTrace(request);
+      for (const call of request.children) assert.deepEqual(call.links, ["koma.client"]);
+      turns.add(request.children[1].attributes["koma.turn.id"]);
+    }
+    assert.equal(turns.size, 20, "20 turns, one under each request");
+    const traces = new Set(roots.map((n) => n.span.spanContext().traceId));
+    assert.equal(traces.size, 23, "every request a trace of its own");
+    // koma got the client's context: its life's, not any request's.
+    assert.equal(koma.requests()[0].env.TRACEPARENT, `00-${life.span.spanContext().traceId}-${life.span.spanContext().spanId}-01`);
+  },
+);
 
 test("an approval function runs in the turn span's context, and answers as `handler`; approve() as `approve`", T, async (ctx) => {
   const t = tracing();
@@ -240,7 +356,7 @@ test("a client that fails to start: the call and the client's span say spawn_fai
   assert.equal(m["koma.client.starts"], undefined, "nothing started");
 });
 
-test("koma is started with the client span's context as TRACEPARENT (and an empty TRACESTATE); env wins", T, async (ctx) => {
+test("koma is started with the client span's context as TRACEPARENT (and an empty TRACESTATE), its own trace; env wins", T, async (ctx) => {
   const t = tracing();
   const koma = fake(ctx, [], t);
   await t.tracer.startActiveSpan("request", async (request) => {
@@ -252,13 +368,16 @@ test("koma is started with the client span's context as TRACEPARENT (and an empt
   const client = find(t.tree(), "koma.client");
   const { traceId, spanId } = client.span.spanContext();
   assert.deepEqual(first.env, { TRACEPARENT: `00-${traceId}-${spanId}-01`, TRACESTATE: "" });
-  assert.equal(
-    traceId,
-    t
-      .spans()
-      .find((s) => s.name === "request")
-      .spanContext().traceId,
-    "one trace",
+  const request = t
+    .spans()
+    .find((s) => s.name === "request")
+    .spanContext();
+  assert.notEqual(traceId, request.traceId, "the client's life is a trace of its own");
+  assert.equal(client.span.parentSpanContext, undefined, "a root");
+  assert.deepEqual(
+    client.span.links.map((l) => [l.context.traceId, l.context.spanId]),
+    [[request.traceId, request.spanId]],
+    "linked to the request that started it",
   );
   assert.deepEqual(
     client.span.events.map((e) => e.name),
@@ -376,19 +495,20 @@ test("the picture of docs/tracing.md is drawn from exported spans: a row per spa
     rows.map((r) => r.split("|")[0].trimEnd()),
     [
       "POST /deploy",
-      "  koma.client",
       "  koma create",
       "  invoke_agent koma",
       "    execute_tool run_tests",
       "    execute_tool git_push",
       "      approval git_push",
       "  koma close",
+      "koma.client",
     ],
   );
-  assert.match(rows[6], /\| +\d+\.\d ms  koma\.approval\.decision=allow koma\.approval\.answered_by=handler$/);
+  assert.match(rows[5], /\| +\d+\.\d ms  koma\.approval\.decision=allow koma\.approval\.answered_by=handler$/);
+  assert.match(rows[7], /\| +\d+\.\d ms  process\.exit\.code=0 link: POST \/deploy$/);
 });
 
-test("examples/tracing.mjs prints its request's trace with koma's spans in it (the console exporter)", T, () => {
+test("examples/tracing.mjs prints its request's trace with koma's spans in it (the console exporter), and the metrics", T, () => {
   const r = spawnSync(process.execPath, ["examples/tracing.mjs"], { cwd: root, encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   for (const name of [
@@ -401,4 +521,6 @@ test("examples/tracing.mjs prints its request's trace with koma's spans in it (t
   ])
     assert.ok(r.stdout.includes(`name: '${name}'`), `${name} in ${r.stdout}`);
   assert.match(r.stdout, /^turn t-1: completed$/m);
+  for (const name of ["gen_ai.client.operation.duration", "koma.tool.calls", "koma.approval.duration", "koma.client.starts"])
+    assert.ok(r.stdout.includes(`name: '${name}'`), `the metric ${name} in ${r.stdout}`);
 });

@@ -10,8 +10,9 @@
 // for both packages: the addon hands over its table and its records, and
 // this file makes the API calls. Spans of a client's life (from the call
 // that starts koma to `close()`), of each call and of each turn are made
-// live, in the caller's context (the API's context manager: AsyncLocalStorage
-// under the Node SDK). A turn's child spans (`execute_tool`, `approval`)
+// live, where the table puts them (`parent`: the caller's context, the API's
+// context manager, AsyncLocalStorage under the Node SDK; or a root of its
+// own) and with the link it names (`link`). A turn's child spans (`execute_tool`, `approval`)
 // are made when it ends, from the core's record, with the times the core
 // measured: the turn costs its spans, and an output event nothing.
 "use strict";
@@ -23,7 +24,7 @@
  * @typedef {import("@opentelemetry/api").Meter} Meter
  * @typedef {import("@opentelemetry/api").Context} Context
  * @typedef {import("@opentelemetry/api").Attributes} Attributes
- * @typedef {{name: string, kind: string, attributes: Attributes}} SpanSpec
+ * @typedef {{name: string, kind: string, attributes: Attributes, parent: "caller" | "root", link: "caller" | "client"}} SpanSpec
  * @typedef {{name: string, kind: "histogram" | "counter", unit: string, description: string, buckets?: number[]}} InstrumentSpec
  * @typedef {{client: SpanSpec, call: SpanSpec & {remote: string}, turn: SpanSpec, error: string, instruments: InstrumentSpec[]}} Table
  * @typedef {{instrument: string, value: number, attributes: Attributes}} Point
@@ -186,6 +187,24 @@ class Telemetry {
   }
 
   /**
+   * The context a span of `spec` starts in, from the caller's, and its
+   * options with the one link the table names (`parent`, `link`).
+   * @param {SpanSpec} spec
+   * @param {Context} caller
+   * @param {Attributes} attributes
+   * @param {number} startTime
+   * @returns {[Context, import("@opentelemetry/api").SpanOptions]}
+   */
+  placed(spec, caller, attributes, startTime) {
+    const { trace } = this.api;
+    const linked =
+      spec.link === "client" ? this.clientSpan?.spanContext() : spec.link === "caller" ? trace.getSpan(caller)?.spanContext() : undefined;
+    const links = linked !== undefined && trace.isSpanContextValid(linked) ? [{ context: linked }] : undefined;
+    const context = spec.parent === "root" ? trace.deleteSpan(caller) : caller;
+    return [context, { kind: this.kind(spec.kind), attributes, startTime, links }];
+  }
+
+  /**
    * A record's attributes, status and metric points, on `span` (if any).
    * @param {Span | undefined} span
    * @param {Record} r
@@ -222,8 +241,8 @@ class Telemetry {
       for (const [k, v] of Object.entries(spec.attributes)) attributes[k] = v === "{method}" ? wire : v;
       this.calls.set(wire, attributes);
     }
-    const options = { kind: this.kind(spec.kind), attributes, startTime: now() };
-    const span = tracer.startSpan(spec.name.replace("{method}", wire), options, this.api.context.active());
+    const [context, options] = this.placed(spec, this.api.context.active(), attributes, now());
+    const span = tracer.startSpan(spec.name.replace("{method}", wire), options, context);
     const failed = (/** @type {any} */ e) => {
       if (e?.remote?.code !== undefined) span.setAttribute(spec.remote, String(e.remote.code));
       this.apply(span, { error: typeof e?.code === "string" ? e.code : "_OTHER", message: firstLine(e?.message) });
@@ -248,14 +267,18 @@ class Telemetry {
     );
   }
 
-  /** Before a call that may start koma: the client's span starts, and koma will get its context. */
+  /**
+   * Before a call that may start koma: the client's span starts (a root of
+   * its own, linked to the caller's span: see the core's table), and koma
+   * will get its context.
+   */
   starting(/** @type {object} */ client) {
     if (this.started || hooks === undefined || hooks.phaseOf(client) !== "not_started") return;
     this.started = true;
     if (this.tracer === undefined) return;
     const spec = this.table.client;
-    const options = { kind: this.kind(spec.kind), attributes: spec.attributes, startTime: now() };
-    const span = this.tracer.startSpan(spec.name, options, this.api.context.active());
+    const [context, options] = this.placed(spec, this.api.context.active(), spec.attributes, now());
+    const span = this.tracer.startSpan(spec.name, options, context);
     this.clientSpan = span;
     const c = span.spanContext();
     hooks.traceContext(client, c.traceId, c.spanId, c.traceFlags, c.traceState ? c.traceState.serialize() : "");
@@ -290,8 +313,11 @@ class TurnTrace {
     /** The span's start, the origin of the record's times (see `now()`). */
     this.t0 = now();
     const spec = t.table.turn;
+    const [context, options] = t.placed(spec, this.parent, spec.attributes, this.t0);
+    /** The context of the turn's children (its span's parent's). */
+    this.parent = context;
     /** @type {Span | undefined} */
-    this.span = t.tracer?.startSpan(spec.name, { kind: t.kind(spec.kind), attributes: spec.attributes, startTime: this.t0 }, this.parent);
+    this.span = t.tracer?.startSpan(spec.name, options, context);
   }
 
   /**

@@ -23,7 +23,6 @@ const signals = require("./signals.js");
  *   interrupt: (key: number) => Promise<void>,
  *   answer: (key: number, approval: string, returned: unknown, shown: string) => void,
  *   failed: (key: number, approval: string, message: string) => void,
- *   release: (key: number) => void,
  *   telemetry?: import("./telemetry.js").Telemetry,
  *   counters: ArrayBuffer,
  *   layout: import("./stream.js").Layout,
@@ -51,9 +50,6 @@ function describe(/** @type {unknown} */ v) {
 function messageOf(thrown) {
   return thrown instanceof Error ? thrown.message : String(thrown);
 }
-
-/** Forget the core's side of a turn whose Turn object was collected. */
-const collected = new FinalizationRegistry((/** @type {() => void} */ release) => release());
 
 /**
  * What a user gets: its state stays private, and it has no public
@@ -274,7 +270,6 @@ function makeTurn(ops, key, what, handler, signal, stopped) {
   else if (signal !== undefined) state.listen(signal);
   const turn = new Turn(state);
   if (what === "turn") {
-    collected.register(turn, () => ops.release(key));
     // Reported by Node as an unhandled rejection when nobody looked at the Turn.
     state.unread = () => {
       if (state.seenResult === undefined) state.seenResult = awaited(state.result);

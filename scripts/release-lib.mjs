@@ -26,6 +26,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { isSystemLibrary, readMachO } from "./lib/macho.mjs";
+import { isSystemDll, readPE } from "./lib/pe.mjs";
 import { serve } from "./lib/registry.mjs";
 import { root } from "./lib/repo.mjs";
 
@@ -36,6 +37,21 @@ export { root, rustHost } from "./lib/repo.mjs";
  * and the macOS wheels' platform tag too (docs/platforms.md).
  */
 export const MACOS_MIN = "11.0";
+/**
+ * The oldest glibc the Linux glibc builds run on: Node 20's own floor
+ * (Ubuntu 20.04, Debian 10 and 11, RHEL 8). They are linked against it by
+ * zig (scripts/platforms/targets.mjs); every ELF file must ask for no newer
+ * `GLIBC_` symbol version, and the glibc wheels are `manylinux_2_28`
+ * (docs/platforms.md).
+ */
+export const GLIBC_FLOOR = "2.28";
+
+/** -1, 0 or 1 as glibc version `a` is older, the same or newer than `b` ("2.28"). */
+export function compareGlibc(a, b) {
+  const [x, y] = [a, b].map((v) => v.split(".").map(Number));
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) < (y[i] ?? 0) ? -1 : 1;
+  return 0;
+}
 
 export const rootManifest = () => JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
@@ -264,7 +280,41 @@ function inspectElf(data) {
   else if ((interp && /ld-linux/.test(interp)) || needs.includes("libc.so.6")) libc = "glibc";
   // ET_DYN with an interpreter is a position-independent executable.
   const kind = type === 2 || (type === 3 && interp) ? "executable" : type === 3 ? "shared" : `type ${type}`;
-  return { format: "elf", cpu, kind, libc, needs, interp };
+  return { format: "elf", cpu, kind, libc, needs, interp, glibc: newestGlibc(data) };
+}
+
+/**
+ * The newest `GLIBC_x.y` symbol version an ELF file asks for (its version
+ * needs: the section of type SHT_GNU_verneed, with its string table), as
+ * "2.28"; null when it asks for none.
+ */
+function newestGlibc(data) {
+  const shoff = Number(data.readBigUInt64LE(40));
+  const shentsize = data.readUInt16LE(58);
+  const shnum = data.readUInt16LE(60);
+  const sections = [];
+  for (let i = 0; i < shnum && shoff + (i + 1) * shentsize <= data.length; i++) {
+    const h = shoff + i * shentsize;
+    sections.push({ type: data.readUInt32LE(h + 4), offset: Number(data.readBigUInt64LE(h + 24)), link: data.readUInt32LE(h + 40) });
+  }
+  const verneed = sections.find((s) => s.type === 0x6ffffffe);
+  if (!verneed || !sections[verneed.link]) return null;
+  const strings = sections[verneed.link].offset;
+  const name = (at) => data.toString("latin1", strings + at, data.indexOf(0, strings + at));
+  let newest = null;
+  // Elf64_Verneed: vn_version, vn_cnt (u16), vn_file, vn_aux, vn_next (u32); Elf64_Vernaux: vna_hash (u32), vna_flags, vna_other (u16), vna_name, vna_next (u32).
+  for (let at = verneed.offset, more = true; more; ) {
+    const count = data.readUInt16LE(at + 2);
+    for (let aux = at + data.readUInt32LE(at + 8), i = 0; i < count; i++) {
+      const m = /^GLIBC_(\d+\.\d+(?:\.\d+)?)$/.exec(name(data.readUInt32LE(aux + 8)));
+      if (m && (newest === null || compareGlibc(m[1], newest) > 0)) newest = m[1];
+      aux += data.readUInt32LE(aux + 12);
+    }
+    const next = data.readUInt32LE(at + 12);
+    more = next !== 0;
+    at += next;
+  }
+  return newest;
 }
 
 const FORMATS = { linux: "elf", darwin: "macho", win32: "pe" };
@@ -285,9 +335,21 @@ function checkBinary(label, data, target, kind) {
   if (info.kind !== kind && !(kind === "executable" && info.kind === "shared" && info.libc === "static"))
     problems.push(`a ${info.kind}, not a ${kind}`);
   let more = "";
+  if (info.format === "elf" && info.libc === "glibc") {
+    // What the file asks of glibc: never newer than the floor its package promises.
+    if (info.glibc && compareGlibc(info.glibc, GLIBC_FLOOR) > 0)
+      problems.push(
+        `it asks for GLIBC_${info.glibc}, newer than the floor, glibc ${GLIBC_FLOOR} (link it with zig: node scripts/platforms.mjs --target ${target.triple})`,
+      );
+    more = `, GLIBC_${info.glibc ?? "none"} at most (floor ${GLIBC_FLOOR})`;
+  }
   if (info.format === "macho") {
     const m = checkMachO(data, target, kind, problems);
     more = `, macOS ${m.minos}+, links ${m.dylibs.map((d) => basename(d)).join(" ")}${m.signed ? ", signed (page hashes match)" : ""}`;
+  }
+  if (info.format === "pe") {
+    const p = checkPE(data, target, kind, problems);
+    more = `, ${p.subsystem} subsystem, imports ${p.imports.join(" ")}${kind === "shared" ? ", exports napi_register_module_v1" : ""}`;
   }
   if (problems.length) throw new Error(`${label} is not for ${target.abi}: ${problems.join("; ")}`);
   return `${info.format} ${info.cpu} ${info.kind}${info.libc ? `, ${info.libc}` : ""}${more}`;
@@ -309,6 +371,29 @@ export function checkMachO(data, target, kind, problems) {
   if (target.arch === "arm64" && !m.signed) problems.push("has no code signature (macOS on arm64 runs no unsigned code)");
   if (m.signed && !m.signatureValid) problems.push("has a code signature whose page hashes do not match the file (macOS kills it)");
   return m;
+}
+
+/**
+ * What a PE file of the Windows package must say: its cpu, a DLL for the
+ * addon (exporting Node-API's entry point) and a console program for
+ * koma-sim.exe, and only Windows' own DLLs imported (a user's Windows has
+ * nothing else; `also` names more that may be, as the wheel's python3.dll).
+ * With napi's dyn-symbols the addon imports nothing from node.exe, so it
+ * loads in a Node whose executable has another name. Problems are added to
+ * `problems`.
+ */
+export function checkPE(data, target, kind, problems, also = []) {
+  const p = readPE(data);
+  if (p.cpu !== target.arch) problems.push(`machine ${p.cpu}, not ${target.arch}`);
+  if (kind === "shared" && !p.dll) problems.push("not a DLL");
+  if (kind === "executable" && (p.dll || p.subsystem !== "console"))
+    problems.push(`not a console program (${p.dll ? "a DLL" : `${p.subsystem} subsystem`})`);
+  const allowed = (d) => isSystemDll(d) || also.some((a) => a.toLowerCase() === d.toLowerCase());
+  const foreign = p.imports.filter((d) => !allowed(d));
+  if (foreign.length) problems.push(`imports DLLs that are not Windows' own: ${foreign.join(", ")}`);
+  if (kind === "shared" && !p.exports.includes("napi_register_module_v1"))
+    problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
+  return { ...p, imports: [...new Set(p.imports.map((d) => d.toLowerCase()))] };
 }
 
 // ---------------------------------------------------------------- checks
@@ -538,7 +623,7 @@ export function findTarballs(dir) {
  * loopback address, and for each target install the main package by name
  * into an empty folder as that platform would (`npm install --os --cpu
  * --libc`): npm must add exactly that target's package, and on a platform of
- * none (win32 x64) none. With `keep`, the install for a platform is left in
+ * none (win32 ia32) none. With `keep`, the install for a platform is left in
  * `keep(platform)`'s folder (the Windows check runs from it). Lines of report.
  */
 export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
@@ -550,7 +635,7 @@ export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
   try {
     const cases = [
       ...targets.map((t) => ({ os: t.platform, cpu: t.arch, libc: t.libc, want: `${name}-${t.abi}` })),
-      { os: "win32", cpu: "x64", libc: null, want: null },
+      { os: "win32", cpu: "ia32", libc: null, want: null },
     ];
     for (const c of cases) {
       const label = [c.os, c.cpu, c.libc].filter(Boolean).join("-");

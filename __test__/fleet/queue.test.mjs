@@ -247,7 +247,7 @@ test("a graceful shutdown closes every client and hands its jobs back to the que
 
 test("the example runs as documented: two workers with koma-sim, and the driver", async () => {
   const pair = await Promise.all([startWorker(["--sim", "--pace-ms", "0"]), startWorker(["--sim", "--pace-ms", "0"])]);
-  const driver = spawn(process.execPath, [join(root, "examples", "fleet", "driver.mjs"), "--tasks", "8"], {
+  const driver = spawn(process.execPath, [join(root, "examples", "fleet", "driver.mjs"), "--tasks", "8", "--timeout-ms", "60000"], {
     env: { ...process.env, REDIS_URL: redis.url },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -265,6 +265,26 @@ test("the example runs as documented: two workers with koma-sim, and the driver"
     out,
   );
   assert.match(lines.at(-1) ?? "", /^8 tasks in [\d.]+ s \([\d.]+\/s\): 8 completed$/);
+  for (const worker of pair) worker.kill("SIGTERM");
+  for (const worker of pair) assert.deepEqual(await worker.exited, [0, null]);
+  assert.deepEqual(komas(), []);
+});
+
+test("the driver's --timeout-ms bounds each task's turn: a task slower than it ends with timeout, and no koma is left", async () => {
+  const pair = await Promise.all([startWorker(["--sim", "--pace-ms", "400"]), startWorker(["--sim", "--pace-ms", "400"])]);
+  const driver = spawn(process.execPath, [join(root, "examples", "fleet", "driver.mjs"), "--tasks", "2", "--timeout-ms", "100"], {
+    env: { ...process.env, REDIS_URL: redis.url },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  driver.stdout.on("data", (d) => (out += d));
+  assert.deepEqual(await once(driver, "exit"), [0, null], out);
+  const done = out
+    .trim()
+    .split("\n")
+    .filter((l) => l.startsWith("task-"));
+  assert.equal(done.length, 2, out);
+  for (const line of done) assert.match(line, /^task-00\d {2}TimeoutError timeout: /, out);
   for (const worker of pair) worker.kill("SIGTERM");
   for (const worker of pair) assert.deepEqual(await worker.exited, [0, null]);
   assert.deepEqual(komas(), []);

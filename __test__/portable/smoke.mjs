@@ -273,18 +273,27 @@ check("a client in a worker_threads Worker", async () => {
 });
 
 /** Run a script of this folder with this runtime; resolves when it exits, with its code and output. */
-async function runSelf(script, env, onLine) {
+async function runSelf(script, env, onLine, boundMs) {
   const [cmd, args] = selfCommand(join(here, script));
   const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let out = "";
   let err = "";
+  let timedOut = false;
   child.stderr.on("data", (d) => (err += d));
   child.stdout.on("data", (d) => {
     out += d;
     if (onLine && out.includes("\n")) onLine(out.split("\n")[0], child);
   });
+  // `boundMs`: killed after it (a hang made a failure that says so), never a measure of speed.
+  const timer = boundMs
+    ? setTimeout(() => {
+        timedOut = true;
+        child.kill("SIGKILL");
+      }, boundMs)
+    : undefined;
   const [code, signal] = await once(child, "close"); // "close": its output is all read
-  return { code, signal, out: out.trim(), err };
+  clearTimeout(timer);
+  return { code, signal, out: out.trim(), err, timedOut };
 }
 
 check("a program that forgets close() exits by itself, and koma dies with it", async () => {
@@ -310,6 +319,15 @@ check("a program killed with SIGKILL takes koma with it (PR_SET_PDEATHSIG)", asy
   assert.ok(pid > 0, `koma's pid: ${r.out}`);
   assert.ok(ranBefore, "koma ran while the program did");
   await until(() => gone(pid), `koma (${pid}) to die with the program`);
+});
+
+check("a program that drops Turns without reading them exits by itself", async () => {
+  const env = { KOMA_PORTABLE_SIM: SIM, KOMA_SIM_HOME: tempDir("koma-sim-home-") };
+  // A bound that only names a hang (the script takes a second or two), under the harness's own.
+  const r = await runSelf("drop-turns.mjs", env, undefined, 45000);
+  assert.equal(r.timedOut, false, `it printed ${JSON.stringify(r.out)}, then did not exit in 45 s: ${r.err}`);
+  assert.equal(r.code, 0, `exit ${r.code} ${r.signal ?? ""}: ${r.err}`);
+  assert.equal(r.out, "done");
 });
 
 await run();

@@ -4,6 +4,8 @@
 //
 //   node examples/fleet/driver.mjs                  20 demo tasks for koma-sim's keyword agent
 //   node examples/fleet/driver.mjs --tasks 200
+//   node examples/fleet/driver.mjs --timeout-ms 60000   each task's turn bounded (milliseconds; the worker's
+//                                                       --timeout-ms, 10 minutes, unless given)
 //
 // REDIS_URL says where the queue is (redis://127.0.0.1:6379 unless set).
 // See docs/scale.md, "Beyond one machine".
@@ -59,10 +61,20 @@ export async function gather(events, jobs, onOutcome = () => {}) {
   return outcomes;
 }
 
-/** Tasks for koma-sim's keyword agent: reads, and fixes that ask for approval. */
-export function demoTasks(/** @type {number} */ n) {
+/**
+ * Tasks for koma-sim's keyword agent: reads, and fixes that ask for
+ * approval; each with its turn's deadline, `timeout` (milliseconds), if given.
+ * @param {number} n
+ * @param {number} [timeout]
+ * @returns {import("./agent.mjs").Task[]}
+ */
+export function demoTasks(n, timeout) {
   const verbs = ["read", "fix", "look at", "show"];
-  return Array.from({ length: n }, (_, i) => ({ id: `task-${String(i).padStart(3, "0")}`, text: `${verbs[i % 4]} src/module_${i}.js` }));
+  return Array.from({ length: n }, (_, i) => ({
+    id: `task-${String(i).padStart(3, "0")}`,
+    text: `${verbs[i % 4]} src/module_${i}.js`,
+    ...(timeout === undefined ? {} : { timeout }),
+  }));
 }
 
 /** @param {any} outcome */
@@ -73,8 +85,10 @@ export function describe(outcome) {
 }
 
 async function main() {
-  const { values: args } = parseArgs({ options: { tasks: { type: "string", default: "20" } } });
+  const { values: args } = parseArgs({ options: { tasks: { type: "string", default: "20" }, "timeout-ms": { type: "string" } } });
   const n = Number(args.tasks);
+  const timeout = args["timeout-ms"] === undefined ? undefined : Number(args["timeout-ms"]);
+  if (timeout !== undefined && !(timeout > 0)) throw new Error(`--timeout-ms must be a number of milliseconds, not ${args["timeout-ms"]}`);
   const connection = connect();
   const listening = connect(); // QueueEvents blocks on its connection
   const queue = new Queue(QUEUE, { connection });
@@ -82,7 +96,7 @@ async function main() {
   try {
     await events.waitUntilReady(); // listening before the first job can finish
     const started = performance.now();
-    const jobs = await addTasks(queue, demoTasks(n));
+    const jobs = await addTasks(queue, demoTasks(n, timeout));
     /** @type {Map<string, number>} */
     const ends = new Map();
     await gather(events, jobs, (id, outcome) => {

@@ -9,7 +9,8 @@ metric points) is decided once, in the core (`koma_transport::telemetry`),
 for both packages: the native module hands over its table and its records,
 and this module makes the API calls. Spans of a client's life (from the call
 that starts koma to `close()`), of each call and of each turn are made live,
-in the caller's context (contextvars). A turn's child spans (`execute_tool`,
+where the table puts them (`parent`: the caller's context, contextvars; or a
+root of its own) and with the link it names (`link`). A turn's child spans (`execute_tool`,
 `approval`) are made when it ends, from the core's record, with the times
 the core measured: the turn costs its spans, and an output event nothing.
 """
@@ -144,6 +145,20 @@ class Telemetry:
         sk = self._trace.SpanKind
         return sk.CLIENT if kind == "client" else sk.INTERNAL
 
+    def _placed(self, spec: dict[str, Any], caller: Any) -> tuple[Any, list[Any]]:
+        """The context a span of `spec` starts in, from the caller's, and the
+        one link the table names (`parent`, `link`)."""
+        trace = self._trace
+        linked = None
+        if spec["link"] == "client" and self._client_span is not None:
+            linked = self._client_span.get_span_context()
+        elif spec["link"] == "caller":
+            linked = trace.get_current_span(caller).get_span_context()
+        links = [trace.Link(linked)] if linked is not None and linked.is_valid else []
+        if spec["parent"] == "root":
+            caller = trace.set_span_in_context(trace.INVALID_SPAN, caller)
+        return caller, links
+
     def apply(self, span: Any, r: dict[str, Any]) -> None:
         """A record's attributes, status and metric points, on `span` (if any)."""
         if span is not None:
@@ -167,7 +182,10 @@ class Telemetry:
         if self._tracer is None:
             return
         spec = self._table["client"]
-        span = self._tracer.start_span(spec["name"], kind=self._kind(spec["kind"]), attributes=spec["attributes"])
+        context, links = self._placed(spec, self._context.get_current())
+        span = self._tracer.start_span(
+            spec["name"], context=context, kind=self._kind(spec["kind"]), attributes=spec["attributes"], links=links
+        )
         self._client_span = span
         c = span.get_span_context()
         native.trace_context(
@@ -183,8 +201,13 @@ class Telemetry:
             return await work
         spec = self._table["call"]
         attributes = {k: method if v == "{method}" else v for k, v in spec["attributes"].items()}
+        context, links = self._placed(spec, self._context.get_current())
         span = tracer.start_span(
-            spec["name"].replace("{method}", method), kind=self._kind(spec["kind"]), attributes=attributes
+            spec["name"].replace("{method}", method),
+            context=context,
+            kind=self._kind(spec["kind"]),
+            attributes=attributes,
+            links=links,
         )
         try:
             value = await work
@@ -225,15 +248,21 @@ class TurnTrace:
 
     def __init__(self, t: Telemetry) -> None:
         self._t = t
-        self._parent = t._context.get_current()
         #: The span's start, the origin of the record's times (nanoseconds).
         self._t0 = time.time_ns()
         spec = t._table["turn"]
         self.span: Any = None
+        #: The context of the turn's span (its children's, with the span set).
+        self._parent = t._context.get_current()
         if t._tracer is not None:
-            kind = t._kind(spec["kind"])
+            self._parent, links = t._placed(spec, self._parent)
             self.span = t._tracer.start_span(
-                spec["name"], kind=kind, attributes=spec["attributes"], start_time=self._t0
+                spec["name"],
+                context=self._parent,
+                kind=t._kind(spec["kind"]),
+                attributes=spec["attributes"],
+                start_time=self._t0,
+                links=links,
             )
 
     def run(self, fn: Callable[[Any], Any], arg: Any) -> Any:

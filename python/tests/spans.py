@@ -26,6 +26,8 @@ class Node:
     end: int
     span: ReadableSpan
     children: list[Node] = field(default_factory=list)
+    #: The names of the exported spans it links to.
+    links: list[str] = field(default_factory=list)
 
 
 class Tracing:
@@ -78,6 +80,7 @@ def tree(spans: list[ReadableSpan]) -> list[Node]:
         )
     roots: list[Node] = []
     for n in nodes.values():
+        n.links = [nodes[link.context.span_id].name for link in n.span.links if link.context.span_id in nodes]
         parent = n.span.parent.span_id if n.span.parent is not None else None
         (nodes[parent].children if parent in nodes else roots).append(n)
 
@@ -109,7 +112,8 @@ def waterfall(nodes: list[Node], *, width: int = 36, keys: tuple[str, ...] = ())
     """A trace as text, a waterfall: a row per span, indented under its
     parent, with a bar on one time axis (`width` characters for the whole
     trace), its duration, and the values of `keys` among its attributes (and
-    its error.type). What docs/tracing-python.md shows, from exported spans."""
+    its error.type); a root says what it links to (`link: POST /deploy`).
+    What docs/tracing-python.md shows, from exported spans."""
     rows: list[tuple[Node, int]] = []
 
     def walk(ns: list[Node], depth: int) -> None:
@@ -128,12 +132,14 @@ def waterfall(nodes: list[Node], *, width: int = 36, keys: tuple[str, ...] = ())
     labels = ["  " * d + n.name for n, d in rows]
     wide = max(len(label) for label in labels)
     out = []
-    for (n, _), label in zip(rows, labels, strict=True):
+    for (n, depth), label in zip(rows, labels, strict=True):
         a = min(at(n.start), width - 1)
         b = max(at(n.end), a + 1)
         bar = " " * a + "█" * (b - a) + " " * (width - b)
         ms = f"{(n.end - n.start) / 1e6:.1f} ms".rjust(9)
         shown = [f"{k}={_text(n.attributes[k])}" for k in (*keys, "error.type") if k in n.attributes]
+        if depth == 0:
+            shown += [f"link: {name}" for name in n.links]
         out.append(f"{label.ljust(wide)} |{bar}| {ms}  {' '.join(shown)}".rstrip())
     return "\n".join(out)
 

@@ -243,8 +243,14 @@ class Runner:
         with self.tracing.tracer.start_as_current_span("scenario"):
             await self.steps(self.scenario["steps"])
             await within(self.client.close(), "close()")
-        roots = self.tracing.tree()
-        assert [n.name for n in roots] == ["scenario"], "every span is under the scenario's"
+        # Every span is under the scenario's, but the client's life: a trace
+        # of its own, linked to the scenario's span (its caller when it started).
+        roots = sorted(self.tracing.tree(), key=lambda n: n.name != "scenario")
+        assert [n.name for n in roots] == ["scenario", "koma.client"], (
+            "every span is under the scenario's, and the client's span a root linked to it"
+        )
+        assert roots[1].links == ["scenario"], "the client's span links to the scenario's"
+        check_spans([roots[1]], [{"name": "koma.client", **self.scenario.get("client_span", {})}], "client")
         check_spans(roots[0].children, self.scenario["spans"], "scenario")
 
     async def steps(self, steps: list[dict[str, Any]]) -> None:

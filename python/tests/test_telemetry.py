@@ -70,6 +70,101 @@ def turns_of(nodes: list[Node]) -> list[Node]:
     return [n for n in nodes if n.name == "invoke_agent koma"]
 
 
+def root(t: Tracing, name: str) -> Node:
+    """The one root span named `name`."""
+    (found,) = [n for n in t.tree() if n.name == name]
+    return found
+
+
+def in_trace(node: Node, trace_id: int | None = None) -> None:
+    """Every span under `node` is in its trace."""
+    trace_id = node.span.context.trace_id if trace_id is None else trace_id
+    for c in node.children:
+        assert c.span.context.trace_id == trace_id, f"{c.name} in {node.name}'s trace"
+        in_trace(c, trace_id)
+
+
+# A task that runs the tests: one tool call, no approval.
+QUICK: list[dict[str, Any]] = [
+    {
+        "times": "always",
+        "steps": [{"do": "tool", "tool": "run_tests", "output": "42 passed"}, {"do": "output", "text": "Done."}],
+    }
+]
+TASK = [["koma create"], ["invoke_agent koma", [["execute_tool run_tests"]]], ["koma close"]]
+
+
+async def test_a_client_per_request_its_calls_turn_and_close_in_the_request_its_life_a_trace_linked_to_it() -> None:
+    t = Tracing()
+
+    async def handle(name: str) -> None:
+        with t.tracer.start_as_current_span(name):
+            async with FakeKoma({"turns": QUICK}) as koma:
+                async with Client(koma.executable, env=koma.env, **t.providers()) as client:
+                    await client.create()
+                    await client.run(name, on_approval="deny")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(handle, "request 1")
+        tg.start_soon(handle, "request 2")
+    roots = t.tree()
+    assert sorted(n.name for n in roots) == ["koma.client", "koma.client", "request 1", "request 2"]
+    for name in ("request 1", "request 2"):
+        request = root(t, name)
+        assert shape(request.children) == TASK, name
+        in_trace(request)
+        # Its client: the root linked to this request, which each call and the turn link to.
+        (client,) = [n for n in roots if n.name == "koma.client" and n.links == [name]]
+        assert client.span.context.trace_id != request.span.context.trace_id
+        for call in request.children:
+            linked = [link.context.span_id for link in call.span.links]
+            assert linked == [client.span.context.span_id], f"{name} > {call.name} links to its own client's span"
+
+
+async def test_one_client_shared_by_20_concurrent_requests_gives_20_request_traces_each_with_its_calls_and_turn() -> (
+    None
+):
+    t = Tracing()
+    async with FakeKoma({"turns": QUICK}) as koma:
+        client = Client(koma.executable, env=koma.env, **t.providers())
+        with t.tracer.start_as_current_span("startup"):
+            await client.create()
+        # A session runs one turn at a time: the requests take turns on it.
+        lock = anyio.Lock()
+
+        async def handle(i: int) -> None:
+            with t.tracer.start_as_current_span(f"request {i}"):
+                await client.state()
+                async with lock:
+                    await client.run(f"task {i}", on_approval="deny")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(1, 21):
+                tg.start_soon(handle, i)
+        with t.tracer.start_as_current_span("shutdown"):
+            await client.close()
+        env = json.loads(koma.record_path.read_text().splitlines()[0])["env"]
+    roots = t.tree()
+    assert len(roots) == 23, "startup, the client, 20 requests, shutdown: every span under one of them"
+    assert shape([root(t, "startup")]) == [["startup", [["koma create"]]]]
+    assert shape([root(t, "shutdown")]) == [["shutdown", [["koma close"]]]]
+    life = root(t, "koma.client")
+    assert (life.links, life.children) == (["startup"], []), "a root of its own, linked to the span that started it"
+    turns = set()
+    for i in range(1, 21):
+        request = root(t, f"request {i}")
+        assert shape(request.children) == [["koma state"], ["invoke_agent koma", [["execute_tool run_tests"]]]]
+        in_trace(request)
+        for call in request.children:
+            assert call.links == ["koma.client"]
+        turns.add(request.children[1].attributes["koma.turn.id"])
+    assert len(turns) == 20, "20 turns, one under each request"
+    assert len({n.span.context.trace_id for n in roots}) == 23, "every request a trace of its own"
+    # koma got the client's context: its life's, not any request's.
+    ctx = life.span.context
+    assert env["TRACEPARENT"] == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+
+
 async def test_a_turn_with_two_tools_and_an_approval_gives_a_span_per_call_the_approval_under_its_call() -> None:
     t = Tracing()
     async with fake(DEPLOY, t) as (_, c):
@@ -77,9 +172,16 @@ async def test_a_turn_with_two_tools_and_an_approval_gives_a_span_per_call_the_a
             await c.create()
             await c.run("deploy 1", on_approval="allow")
             await c.run("deploy 2", on_approval="deny")
-    roots = t.tree()
+    # (The roots in this order: the application's span starts at the SDK's own clock.)
+    assert len(t.tree()) == 3
+    roots = [root(t, name) for name in ("request", "koma.client", "koma close")]
     turn = ["invoke_agent koma", [["execute_tool run_tests"], ["execute_tool git_push", [["approval git_push"]]]]]
-    assert shape(roots) == [["request", [["koma.client"], ["koma create"], turn, turn]], ["koma close"]]
+    # The client's life is a trace of its own (started within the request,
+    # linked to it); close() was called outside the request.
+    assert shape(roots) == [["request", [["koma create"], turn, turn]], ["koma.client"], ["koma close"]]
+    assert roots[1].links == ["request"]
+    for call in [*roots[0].children, roots[2]]:
+        assert call.links == ["koma.client"], f"{call.name} links to the client's span"
     allowed, denied = turns_of(roots[0].children)
     assert allowed.span.kind == SpanKind.CLIENT
     conversation = allowed.attributes.pop("gen_ai.conversation.id")
@@ -259,7 +361,10 @@ async def test_koma_is_started_with_the_client_spans_context_and_env_wins() -> N
     assert record["env"] == {"TRACEPARENT": parent, "TRACESTATE": ""}
     assert int(ctx.trace_flags) & 1, "sampled"
     request = next(s for s in t.spans() if s.name == "request")
-    assert ctx.trace_id == request.context.trace_id, "one trace"
+    assert ctx.trace_id != request.context.trace_id, "the client's life is a trace of its own"
+    assert client.span.parent is None, "a root"
+    linked = [(link.context.trace_id, link.context.span_id) for link in client.span.links]
+    assert linked == [(request.context.trace_id, request.context.span_id)], "linked to the request that started it"
     assert [e.name for e in client.span.events] == ["spawned", "hello", "detach", "exit"], "the moments of its life"
 
     mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -379,15 +484,16 @@ async def test_the_picture_of_the_docs_is_drawn_from_exported_spans() -> None:
     rows = (await picture()).split("\n")
     assert [r.split("|")[0].rstrip() for r in rows] == [
         "POST /deploy",
-        "  koma.client",
         "  koma create",
         "  invoke_agent koma",
         "    execute_tool run_tests",
         "    execute_tool git_push",
         "      approval git_push",
         "  koma close",
+        "koma.client",
     ]
-    assert rows[6].endswith("koma.approval.decision=allow koma.approval.answered_by=handler")
+    assert rows[5].endswith("koma.approval.decision=allow koma.approval.answered_by=handler")
+    assert rows[7].endswith("process.exit.code=0 link: POST /deploy")
 
 
 def test_the_tracing_example_prints_its_requests_trace_with_komas_spans_in_it() -> None:
@@ -404,3 +510,10 @@ def test_the_tracing_example_prints_its_requests_trace_with_komas_spans_in_it() 
     ):
         assert f'"name": "{name}"' in r.stdout, r.stdout
     assert "turn t-1: completed" in r.stdout
+    for metric in (
+        "gen_ai.client.operation.duration",
+        "koma.tool.calls",
+        "koma.approval.duration",
+        "koma.client.starts",
+    ):
+        assert f'"name": "{metric}"' in r.stdout, f"the metric {metric} in {r.stdout}"

@@ -6,9 +6,9 @@
 //                     musl addon and koma-sim (x64 natively, arm64 under
 //                     qemu); the addon's undefined symbols resolved by
 //                     musl's own loader
-//   windows           `import "@koma/sdk"` in Windows' Node under wine
+//   windows           in scripts/platforms/wine.mjs
 // Each returns {ran, result} for the table, or throws.
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { capture, root } from "../lib/repo.mjs";
 import { tapCounts, testArgs, testFiles } from "../node-tests.mjs";
@@ -327,49 +327,5 @@ export async function muslTurn(target, binaries) {
     result: `${count("pass")} of ${count("tests")} passed${failed.length ? ` (failed: ${failed.join("; ")})` : ""}${suite.code !== 0 && !failed.length ? ` (exit ${suite.code ?? suite.signal}: ${(suite.err || suite.out).slice(-400)})` : ""}; the addon needs musl libc and ${missing.length} Node-API functions, nothing else`,
     ok,
     failed,
-  };
-}
-
-/**
- * Windows: the main package as npm installs it on win32 x64 (no platform
- * package: there is none for Windows), imported in Windows' Node under wine,
- * must throw ERR_KOMA_SDK_NO_ADDON with the message docs/windows.md and
- * docs/platforms.md describe.
- */
-export async function windowsImport(mainTgz) {
-  tools.apt(["wine64", "wine"]);
-  const env = tools.winePrefix();
-  const node = tools.runtime("node-win");
-  const app = join(tools.cacheDir(), "windows-app");
-  rmSync(app, { recursive: true, force: true });
-  mkdirSync(app, { recursive: true });
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "windows-app", version: "1.0.0", private: true, type: "module" }));
-  const npmEnv = { ...process.env, npm_config_cache: join(app, ".npm-cache"), npm_config_audit: "false", npm_config_fund: "false" };
-  tools.out("npm", ["install", "--offline", "--no-package-lock", "--ignore-scripts", "--os", "win32", "--cpu", "x64", mainTgz], {
-    cwd: app,
-    env: npmEnv,
-  });
-  // What it found goes to a file: Windows' Node under wine fails to open
-  // stdout when it is a pipe (EBADF).
-  writeFileSync(
-    join(app, "check.mjs"),
-    `import { writeFileSync } from "node:fs";
-let r;
-try { await import("@koma/sdk"); r = { loaded: true }; }
-catch (e) { r = { code: e.code, message: e.message, platform: process.platform, arch: process.arch, node: process.version }; }
-writeFileSync("result.json", JSON.stringify(r));\n`,
-  );
-  const r = await capture("wine", [node, "check.mjs"], { cwd: app, env, timeoutMs: 10 * 60000 });
-  if (!existsSync(join(app, "result.json"))) throw new Error(`wine node check.mjs wrote nothing (exit ${r.code}): ${r.err}${r.out}`);
-  const line = readFileSync(join(app, "result.json"), "utf8");
-  const got = JSON.parse(line);
-  const want = "@koma/sdk: it has no native addon for win32-x64";
-  if (got.code !== "ERR_KOMA_SDK_NO_ADDON" || got.message !== want)
-    throw new Error(`import "@koma/sdk" under wine: ${line}; expected code ERR_KOMA_SDK_NO_ADDON and the message ${JSON.stringify(want)}`);
-  say(`import "@koma/sdk" in Node ${got.node} (${got.platform} ${got.arch}) under wine: ${got.code}: ${got.message}`);
-  return {
-    ran: `import "@koma/sdk" (installed with --os win32 --cpu x64) in Windows' Node ${got.node} under wine`,
-    result: `${got.code}: "${got.message}"`,
-    ok: true,
   };
 }

@@ -2,45 +2,70 @@
 // the wheels' targets) and how each is built on a Linux x64 machine: which
 // toolchain, which standard library, which linker. The release workflows
 // build each target through the same functions (scripts/platforms.mjs
-// --target T), so what is tested here is what ships.
+// --target T), and `npm run release:dry` builds this machine's target
+// through them too, so what is tested here is what ships.
 //
-//   x86_64-unknown-linux-gnu    rustup's toolchain, the system's linker (the machine's own target)
+//   x86_64-unknown-linux-gnu    rustup's toolchain, linked by zig against glibc 2.28 (GLIBC_FLOOR)
 //   aarch64-unknown-linux-gnu   Debian's Rust (rustc-web) and its arm64 std (libstd-rust-web-dev:arm64),
-//                               linked by gcc-aarch64-linux-gnu
+//                               linked by zig against glibc 2.28
 //   *-linux-musl, *-apple-darwin Debian's Rust, std built from rust-web-src (-Zbuild-std), linked by
-//                               zig through cargo-zigbuild
+//                               zig
+//   x86_64-pc-windows-msvc      built as x86_64-pc-windows-gnu: Debian's Rust, std built from
+//                               rust-web-src, linked by gcc-mingw-w64; the addon against an import
+//                               library of node.exe's Node-API (docs/windows.md says why the package
+//                               is named -msvc)
 //
-// Every build of Debian's Rust goes to target/rustc-web/, apart from rustup's
-// target/<triple>/ (two compilers must not share one cache), with /usr/bin
-// first on PATH in the build's processes only.
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+// zig links through cargo-zigbuild. A glibc target is given to it with the
+// glibc it links against (`x86_64-unknown-linux-gnu.2.28`): the binaries then
+// ask for no symbol version newer than that, which release:dry checks.
+//
+// Every build of Debian's Rust goes to target/rustc-web/, and rustup's zig
+// builds to target/floor/, apart from `npm run build`'s target/<triple>/
+// (two compilers, or two linkers, must not share one cache: cargo would
+// rebuild everything at each switch), with /usr/bin first on PATH in the
+// build's processes only.
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { root, rustHost } from "../lib/repo.mjs";
-import { sh } from "./tools.mjs";
-
-/** The minimum macOS of both macOS targets (docs/platforms.md): Big Sur, the first with arm64. */
-export const MACOS_MIN = "11.0";
+import { root } from "../lib/repo.mjs";
+import { GLIBC_FLOOR, MACOS_MIN } from "../release-lib.mjs";
+import { cacheDir, out, runtime, sh } from "./tools.mjs";
 
 export const TARGETS = [
-  { triple: "x86_64-unknown-linux-gnu", abi: "linux-x64-gnu", toolchain: "rustup" },
-  { triple: "aarch64-unknown-linux-gnu", abi: "linux-arm64-gnu", toolchain: "rustc-web", linker: "aarch64-linux-gnu-gcc" },
+  { triple: "x86_64-unknown-linux-gnu", abi: "linux-x64-gnu", toolchain: "rustup", zig: true, glibc: GLIBC_FLOOR },
+  { triple: "aarch64-unknown-linux-gnu", abi: "linux-arm64-gnu", toolchain: "rustc-web", zig: true, glibc: GLIBC_FLOOR },
   { triple: "x86_64-unknown-linux-musl", abi: "linux-x64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "aarch64-unknown-linux-musl", abi: "linux-arm64-musl", toolchain: "rustc-web", buildStd: true, zig: true },
   { triple: "x86_64-apple-darwin", abi: "darwin-x64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
   { triple: "aarch64-apple-darwin", abi: "darwin-arm64", toolchain: "rustc-web", buildStd: true, zig: true, macos: true },
+  {
+    triple: "x86_64-pc-windows-msvc",
+    cargoTriple: "x86_64-pc-windows-gnu",
+    abi: "win32-x64-msvc",
+    toolchain: "rustc-web",
+    buildStd: true,
+    linker: "x86_64-w64-mingw32-gcc",
+    windows: true,
+  },
 ];
+
+/** The triple cargo builds for: the target's own, or (Windows) the GNU one that this machine's toolchain links. */
+export const cargoTriple = (target) => target.cargoTriple ?? target.triple;
+const libName = (target) => (target.windows ? "koma_sdk_node.dll" : target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so");
+export const simName = (target) => (target.windows ? "koma-sim.exe" : "koma-sim");
 
 /** Debian's packages a target's build needs. */
 export function aptFor(target) {
   if (target.toolchain === "rustup") return [];
   const pkgs = ["rustc-web", "cargo-web"];
   if (target.buildStd) pkgs.push("rust-web-src");
-  if (target.triple === "aarch64-unknown-linux-gnu")
-    pkgs.push("libstd-rust-web-dev:arm64", "gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross");
+  if (target.triple === "aarch64-unknown-linux-gnu") pkgs.push("libstd-rust-web-dev:arm64");
+  if (target.windows) pkgs.push("gcc-mingw-w64-x86-64", "mingw-w64-tools");
   return pkgs;
 }
 
-export const targetDir = (target) => (target.toolchain === "rustup" ? join(root, "target") : join(root, "target", "rustc-web"));
+export const targetDir = (target) => join(root, "target", target.toolchain === "rustup" ? "floor" : "rustc-web");
+/** The target as cargo-zigbuild takes it: a glibc target with the glibc it is linked against. */
+const buildTriple = (target) => (target.glibc ? `${cargoTriple(target)}.${target.glibc}` : cargoTriple(target));
 /** Where a target's outputs are collected: the addon as napi names it, koma-sim, and wheel/. */
 export const outDir = (target) => join(root, "target", "platforms", target.triple);
 export const addonName = (target) => `koma-sdk.${target.abi}.node`;
@@ -64,7 +89,9 @@ export function buildEnv(target, venvBin) {
     env.RUSTC_BOOTSTRAP = "1";
     env.CARGO_UNSTABLE_BUILD_STD = "std,panic_abort";
   }
-  if (target.linker) env[`CARGO_TARGET_${envKey(target.triple)}_LINKER`] = target.linker;
+  if (target.linker) env[`CARGO_TARGET_${envKey(cargoTriple(target))}_LINKER`] = target.linker;
+  // The addon links against node.exe's Node-API through an import library (see `libnode`).
+  if (target.windows) env.LIBNODE_PATH = libnode();
   if (target.triple.endsWith("-musl")) {
     // A musl cdylib needs the C library dynamically (the addon is loaded into a
     // musl Node); zig brings the C runtime's start files, not rustc.
@@ -73,6 +100,32 @@ export function buildEnv(target, venvBin) {
   // Without it zig stamps the Mach-O files with its own SDK's version as their minimum.
   if (target.macos) env.MACOSX_DEPLOYMENT_TARGET = MACOS_MIN;
   return env;
+}
+
+/**
+ * The import library napi-build links the Windows addon with: node.exe's
+ * `napi_*` and `node_api_*` exports (gendef), as `libnode.dll.a` (dlltool),
+ * beside an empty `libnode.dll` (napi-build only checks that it exists).
+ * With napi's default dyn-symbols the addon imports nothing from it; it
+ * only lets the link succeed. Kept in the cache; its folder.
+ */
+export function libnode() {
+  const dir = join(cacheDir(), "libnode-win-x64");
+  if (existsSync(join(dir, "libnode.dll.a"))) return dir;
+  const node = runtime("node-win");
+  const tmp = `${dir}.partial-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const exports = out("gendef", ["-", node], { stdio: ["ignore", "pipe", "ignore"] })
+    .split("\n")
+    .filter((l) => /^(napi|node_api)_\w+$/.test(l.trim()))
+    .map((l) => l.trim());
+  if (exports.length < 100) throw new Error(`gendef found ${exports.length} Node-API exports in ${node}`);
+  writeFileSync(join(tmp, "node.def"), `LIBRARY node.exe\nEXPORTS\n${exports.join("\n")}\n`);
+  sh("x86_64-w64-mingw32-dlltool", ["-d", "node.def", "-l", "libnode.dll.a", "-D", "node.exe"], { cwd: tmp });
+  writeFileSync(join(tmp, "libnode.dll"), "");
+  renameSync(tmp, dir);
+  return dir;
 }
 
 /** cargo for this target: `cargo-zigbuild <sub>` where zig links, else cargo. */
@@ -88,24 +141,14 @@ function place(from, to, mode) {
   renameSync(`${to}.tmp`, to);
 }
 
-/**
- * The npm package's two binaries for `target` (release): the addon and
- * koma-sim, copied into outDir(target). The machine's own target goes
- * through scripts/build.mjs (napi build), as `npm run build` does.
- */
+/** The npm package's two binaries for `target` (release): the addon and koma-sim, copied into outDir(target). */
 export function buildNode(target, venvBin) {
   const env = buildEnv(target, venvBin);
-  const rel = join(targetDir(target), target.triple, "release");
-  if (target.triple === rustHost() && target.toolchain === "rustup") {
-    sh(process.execPath, [join(root, "scripts", "build.mjs")], { cwd: root, env });
-    place(join(root, addonName(target)), join(outDir(target), addonName(target)));
-  } else {
-    cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", target.triple], env);
-    const lib = target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so";
-    place(join(rel, lib), join(outDir(target), addonName(target)));
-  }
-  place(join(rel, "koma-sim"), join(outDir(target), "koma-sim"), 0o755);
-  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), "koma-sim") };
+  const rel = join(targetDir(target), cargoTriple(target), "release");
+  cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", buildTriple(target)], env);
+  place(join(rel, libName(target)), join(outDir(target), addonName(target)));
+  place(join(rel, simName(target)), join(outDir(target), simName(target)), 0o755);
+  return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), simName(target)) };
 }
 
 /**
@@ -118,11 +161,11 @@ export function buildTestingAddon(target, venvBin) {
     target,
     venvBin,
     "build",
-    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", target.triple],
+    ["--release", "--locked", "-p", "koma-sdk-node", "--features", "testing", "--target", buildTriple(target)],
     env,
   );
   const out = join(outDir(target), "koma-sdk.testing.node");
-  place(join(env.CARGO_TARGET_DIR, target.triple, "release", target.macos ? "libkoma_sdk_node.dylib" : "libkoma_sdk_node.so"), out);
+  place(join(env.CARGO_TARGET_DIR, cargoTriple(target), "release", libName(target)), out);
   return out;
 }
 
@@ -137,13 +180,14 @@ export function buildWheel(target, venvBin) {
     target,
     venvBin,
     "rustc",
-    ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", target.triple, "--", "-C", "strip=symbols"],
+    ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", buildTriple(target), "--", "-C", "strip=symbols"],
     env,
   );
   place(join(targetDir(target), target.triple, "release", "koma-sim"), join(root, "python", "koma_sdk", "bin", "koma-sim"), 0o755);
   const dir = join(outDir(target), "wheel");
   rmSync(dir, { recursive: true, force: true });
-  const compatibility = target.triple.endsWith("-musl") ? "musllinux_1_2" : "pypi";
+  // maturin has zig link a manylinux wheel against the tag's glibc.
+  const compatibility = target.glibc ? `manylinux_${target.glibc.replace(".", "_")}` : "musllinux_1_2";
   sh(
     join(venvBin, "maturin"),
     [
@@ -168,7 +212,19 @@ export function buildWheel(target, venvBin) {
 export function buildTests(target, venvBin) {
   const env = buildEnv(target, venvBin);
   const args = ["--release", "--locked", "--no-run", "-p", "koma-transport", "-p", "koma-sim", "--features", "koma-transport/testing"];
-  cargo(target, venvBin, "test", [...args, "--target", target.triple], env);
+  cargo(target, venvBin, "test", [...args, "--target", buildTriple(target)], env);
   const deps = join(targetDir(target), target.triple, "release", "deps");
   return readdirSync(deps).filter((f) => /-[0-9a-f]{16}$/.test(f) && existsSync(join(deps, f)));
+}
+
+/**
+ * The Windows addon and koma-sim.exe for CI's smoke (the dev profile, in a
+ * target folder in the cache outside the clone, so that std and the
+ * dependencies are built once per machine): {addon, sim}.
+ */
+export function buildWindowsSmoke(target, venvBin) {
+  const env = { ...buildEnv(target, venvBin), CARGO_TARGET_DIR: join(cacheDir(), "target-windows-smoke") };
+  cargo(target, venvBin, "build", ["--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", cargoTriple(target)], env);
+  const dev = join(env.CARGO_TARGET_DIR, cargoTriple(target), "debug");
+  return { addon: join(dev, libName(target)), sim: join(dev, simName(target)) };
 }

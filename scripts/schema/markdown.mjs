@@ -1,5 +1,5 @@
 // The docs' tables: docs/protocol.md's methods, results, events and error
-// codes, the README's error codes, and CONTRIBUTING.md's list of the
+// codes, docs/client.md's error codes, and CONTRIBUTING.md's list of the
 // generated files; the scenario format's tables in docs/koma-sim.md (the
 // file's fields, the matchers, the steps), docs/testing.md (the fields, the
 // steps' functions) and docs/testing-python.md (the parts' classes, the

@@ -152,11 +152,11 @@ export const OUTPUTS = [
     make: regions("docs/testing-python.md", { classes: mdScenarioClasses, steps: mdStepClasses }),
   },
   {
-    file: "README.md",
+    file: "docs/client.md",
     region: true,
     by: "`npm run generate`",
     from: "the table of error codes",
-    make: regions("README.md", { errors: mdErrors }),
+    make: regions("docs/client.md", { errors: mdErrors }),
   },
   {
     file: "CONTRIBUTING.md",

@@ -10,6 +10,8 @@
 //! - [`Deferred`]: a promise's resolver, consumed when it settles;
 //! - [`Tsfn`]: the threadsafe function that wakes the JavaScript thread;
 //! - [`function`]: a native function with typed data;
+//! - [`on_collect`]: native code run when an object is collected (Node-API's
+//!   finalizer, never a JavaScript `FinalizationRegistry`);
 //! - [`coded_error`]: an `Error` with a `code` of docs/protocol.md (Error codes);
 //! - the hot paths' raw calls: JSON text as a string for `JSON.parse`
 //!   ([`text`]), lifted strings put back ([`put_lifted`], external strings
@@ -23,8 +25,10 @@
 mod buffer;
 mod deferred;
 mod error;
+mod finalizer;
 mod function;
 mod js;
+mod node_symbol;
 mod reference;
 mod strings;
 mod tsfn;
@@ -32,6 +36,7 @@ mod tsfn;
 pub use buffer::external_array_buffer;
 pub use deferred::Deferred;
 pub use error::{coded_error, set_error_maker};
+pub use finalizer::on_collect;
 pub use function::{function, NativeFn};
 pub use js::{EnvLife, Js};
 pub use reference::OwnedRef;

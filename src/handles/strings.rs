@@ -187,11 +187,10 @@ fn external_string_fns() -> &'static (Option<CreateExternalLatin1>, Option<Creat
         if std::env::var_os("KOMA_SDK_NO_EXTERNAL_STRINGS").is_some() {
             return (None, None);
         }
-        // SAFETY: dlsym on the process's own symbols; a symbol found has
-        // Node-API's signature for its name.
+        let latin1 = super::node_symbol::node_symbol(c"node_api_create_external_string_latin1");
+        let utf16 = super::node_symbol::node_symbol(c"node_api_create_external_string_utf16");
+        // SAFETY: a symbol found in the running Node has Node-API's signature for its name.
         unsafe {
-            let latin1 = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr());
-            let utf16 = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_utf16".as_ptr());
             (
                 (!latin1.is_null()).then(|| std::mem::transmute::<*mut c_void, CreateExternalLatin1>(latin1)),
                 (!utf16.is_null()).then(|| std::mem::transmute::<*mut c_void, CreateExternalUtf16>(utf16)),

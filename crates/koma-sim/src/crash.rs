@@ -1,7 +1,15 @@
 //! Dying of a signal on purpose (a scenario's `crash` step).
 
+/// On Windows: ends the process with the exit code its step was given
+/// (`windows::crash_code`).
+#[cfg(windows)]
+pub fn crash(code: i32) -> ! {
+    crate::windows::terminate(code as u32)
+}
+
 /// Ends the process by `sig`'s default action, without a core file. If the
 /// signal does not end it (it cannot be made to), SIGKILL does.
+#[cfg(unix)]
 pub fn crash(sig: libc::c_int) -> ! {
     // SAFETY: setrlimit reads a live local; signal(2) with SIG_DFL installs
     // no handler; the set is a local that sigemptyset initializes before

@@ -164,6 +164,41 @@ pub const SWITCHES: &[Switch] = &[
     flag("split_writes", Group::Framing, "every byte is written with its own write(2)", |f| &mut f.split_writes),
 ];
 
+/// What a switch of the process group means on Windows, where there are no
+/// signals, no process groups and no `sleep`. Every other switch means the
+/// same everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnWindows {
+    /// Acts, with this meaning.
+    Means(&'static str),
+    /// Refused: `KOMA_SIM_FAULT` naming it exits 64 with this reason.
+    Refused(&'static str),
+}
+
+/// The switches whose Windows meaning differs (docs/koma-sim.md lists them).
+pub const ON_WINDOWS: &[(&str, OnWindows)] = &[
+    ("hold", OnWindows::Refused("it releases the held answers on SIGUSR1, and Windows has no signals")),
+    (
+        "kill_mid_request",
+        OnWindows::Means("ends itself with TerminateProcess, exit code 1, as a kill from outside does"),
+    ),
+    (
+        "orphan_tool",
+        OnWindows::Means(
+            "starts a copy of koma-sim that sleeps (Windows has no `sleep`) and holds stdout, then exits 1; it is in koma's Job Object",
+        ),
+    ),
+    (
+        "spawn_tool",
+        OnWindows::Means("starts a copy of koma-sim that sleeps, in koma-sim's Job Object (Windows has no process groups)"),
+    ),
+    (
+        "ignore_sigterm",
+        OnWindows::Means("nothing to ignore: Windows has no SIGTERM (the client's stop sequence ends the Job Object instead)"),
+    ),
+    ("split_writes", OnWindows::Means("every byte is written with its own WriteFile")),
+];
+
 /// The names of every switch, comma-separated (for an error message).
 pub fn names() -> String {
     SWITCHES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
@@ -176,6 +211,10 @@ impl Faults {
             let Some(switch) = SWITCHES.iter().find(|s| s.name == name) else {
                 return Err(format!("unknown fault switch `{name}` in KOMA_SIM_FAULT; the switches are: {}", names()));
             };
+            #[cfg(windows)]
+            if let Some((_, OnWindows::Refused(why))) = ON_WINDOWS.iter().find(|(n, _)| *n == name) {
+                return Err(format!("the fault switch `{name}` has no meaning on Windows: {why}"));
+            }
             match switch.effect {
                 Effect::Frame(ff) if !f.frame.contains(&ff) => f.frame.push(ff),
                 Effect::Frame(_) => {}
@@ -216,6 +255,13 @@ mod tests {
                     assert!(flags.contains(&format!("{}: true", s.name)), "{} sets the field of its name", s.name);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_windows_meaning_is_of_a_switch() {
+        for (name, _) in ON_WINDOWS {
+            assert_eq!(SWITCHES.iter().filter(|s| s.name == *name).count(), 1, "{name}");
         }
     }
 

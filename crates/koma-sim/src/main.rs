@@ -18,6 +18,8 @@ mod server;
 mod session;
 mod session_file;
 mod step;
+#[cfg(windows)]
+mod windows;
 
 const USAGE: &str = "\
 usage: koma-sim sdk serve     speak Koma SDK protocol 1 on stdin/stdout
@@ -74,6 +76,14 @@ fn help() -> String {
             text.push_str(&format!("    {:<19} {}\n", s.name, s.about));
         }
     }
+    text.push_str("\non Windows (no signals, process groups or `sleep`), these differ:\n");
+    for (name, on) in faults::ON_WINDOWS {
+        let what = match on {
+            faults::OnWindows::Means(m) => m.to_string(),
+            faults::OnWindows::Refused(why) => format!("refused (exits 64): {why}"),
+        };
+        text.push_str(&format!("    {name:<19} {what}\n"));
+    }
     text
 }
 
@@ -121,6 +131,12 @@ fn main() {
         ["check-scenario"] => check_scenario(None),
         ["check-scenario", "--mistake", pointer, problem] => check_scenario(Some((pointer, problem))),
         ["sdk", "serve"] => {}
+        // The tool of `spawn_tool` and `orphan_tool` on Windows, which has no `sleep`.
+        #[cfg(windows)]
+        ["sleep", seconds] => {
+            std::thread::sleep(std::time::Duration::from_secs(seconds.parse().unwrap_or(3600)));
+            std::process::exit(0);
+        }
         _ => {
             eprint!("{USAGE}");
             std::process::exit(64);

@@ -5,8 +5,8 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+#[cfg(unix)]
 use std::mem::ManuallyDrop;
-use std::os::unix::io::FromRawFd;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
 pub enum Out {
@@ -122,10 +122,13 @@ fn writer(rx: Receiver<Out>, term: &'static [u8], extra: bool, split: bool) {
     // to fd 1 directly (std's stdout is line buffered, which would cost a
     // syscall per frame).
     let _guard = std::io::stdout().lock();
+    #[cfg(unix)]
     // SAFETY: fd 1 is open for the whole life of the process, and nothing
     // else writes to it: std's stdout is locked above for good. The File is
     // never dropped (ManuallyDrop), so it never closes fd 1.
-    let file = ManuallyDrop::new(unsafe { File::from_raw_fd(1) });
+    let file = ManuallyDrop::new(unsafe { <File as std::os::unix::io::FromRawFd>::from_raw_fd(1) });
+    #[cfg(windows)]
+    let file = crate::windows::stdout_file();
     let mut sink = Sink { w: BufWriter::with_capacity(1 << 20, &*file), split, broken: false };
     let mut scratch = Vec::with_capacity(4096);
     let mut handle = |sink: &mut Sink, m: Out| match m {

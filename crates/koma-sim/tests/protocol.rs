@@ -30,6 +30,12 @@ fn cli_version_help_and_bad_args() {
     assert!(valid.len() > 30 && valid.contains(&"ignore_eof"), "{err}");
     let help = String::from_utf8(Command::new(BIN).arg("-h").output().unwrap().stdout).unwrap();
     let section = help.split_once("\nfault switches").expect("the help has the fault switches").1;
+    // Then what differs on Windows, naming switches of the list.
+    let (section, windows) = section.split_once("\non Windows").expect("the help says what differs on Windows");
+    for line in windows.lines().filter(|l| l.starts_with("    ")) {
+        assert!(valid.contains(&line.split_whitespace().next().unwrap()), "{line}");
+    }
+    assert!(windows.contains("    hold ") && windows.contains("refused"), "{windows}");
     let listed: Vec<&str> =
         section.lines().filter(|l| l.starts_with("    ")).map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(listed, valid);

@@ -180,7 +180,14 @@ fn step(s: &format::Step, path: &[Seg]) -> Result<Step, Fault> {
     })
 }
 
+/// What a `crash` step ends with on Windows: an exit code (see `windows.rs`).
+#[cfg(windows)]
+fn signal(s: CrashSignal) -> i32 {
+    crate::windows::crash_code(s.as_str()) as i32
+}
+
 /// The signal a `crash` step dies of.
+#[cfg(unix)]
 fn signal(s: CrashSignal) -> libc::c_int {
     match s {
         CrashSignal::Sigabrt => libc::SIGABRT,

@@ -9,7 +9,6 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 #[derive(Default)]
@@ -92,9 +91,8 @@ fn open_locked(path: &PathBuf) -> Option<(File, Counts)> {
             return None;
         }
     };
-    // SAFETY: flock on a descriptor this function owns, open for its whole call.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        eprintln!("koma-sim: cannot lock {}: {}", path.display(), std::io::Error::last_os_error());
+    if let Err(e) = lock(&file) {
+        eprintln!("koma-sim: cannot lock {}: {e}", path.display());
         return None;
     }
     let mut text = String::new();
@@ -103,6 +101,22 @@ fn open_locked(path: &PathBuf) -> Option<(File, Counts)> {
         return None;
     }
     Some((file, parse(&text)))
+}
+
+/// An exclusive lock on `file`, released when it is closed or the process dies.
+#[cfg(unix)]
+fn lock(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor the caller owns, open for the whole call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(windows)]
+fn lock(file: &File) -> std::io::Result<()> {
+    crate::windows::lock(file)
 }
 
 fn serialize(c: &Counts) -> String {

@@ -6,7 +6,9 @@ use crate::capabilities::{BENCH_METHODS, METHODS};
 use crate::config::Config;
 use crate::server::shared::Shared;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 pub fn hello_frame(cfg: &Config, tool_pid: Option<u32>) -> String {
     let f = &cfg.faults;
@@ -70,6 +72,18 @@ pub fn send_hello(sh: &Shared, counting_only: bool) {
 }
 
 /// How many bytes wait unread on stdin.
+#[cfg(windows)]
+fn stdin_pending() -> usize {
+    crate::windows::stdin_pending().unwrap_or(0)
+}
+
+#[cfg(windows)]
+fn hello_delay(delay: Duration) {
+    crate::windows::hello_delay(delay);
+}
+
+/// How many bytes wait unread on stdin.
+#[cfg(unix)]
 fn stdin_pending() -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one c_int through the pointer, which is a live
@@ -87,6 +101,7 @@ fn stdin_pending() -> usize {
 /// stays open. Nothing is read: poll(2) with no requested events reports only
 /// the end of stdin (POLLHUP, once every writer has closed it) or an error,
 /// so bytes the client writes early neither end the wait nor get consumed.
+#[cfg(unix)]
 fn hello_delay(delay: Duration) {
     let deadline = Instant::now() + delay;
     loop {

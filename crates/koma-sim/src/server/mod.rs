@@ -13,6 +13,7 @@ mod process;
 mod reader;
 mod rpc;
 mod shared;
+#[cfg(unix)]
 mod signals;
 mod worker;
 
@@ -33,20 +34,25 @@ pub fn run(mut cfg: Config) -> ! {
     let f = &cfg.faults;
     // The tool first, so it starts with default signal dispositions.
     let tool = if f.spawn_tool { process::spawn_tool() } else { None };
+    // On Windows there is no SIGTERM to ignore (faults.rs, ON_WINDOWS).
+    #[cfg(unix)]
     if f.ignore_sigterm {
         signals::ignore_sigterm();
     }
     let counting_only = f.no_hello || f.bad_protocol();
     // Signals are taken by a sigwait thread; block them before any thread
     // exists so that every thread inherits the mask.
-    let mut sigs = Vec::new();
-    if f.hold {
-        sigs.push(libc::SIGUSR1);
-    }
-    if counting_only && !f.ignore_sigterm {
-        sigs.push(libc::SIGTERM);
-    }
-    let sigset = (!sigs.is_empty()).then(|| signals::block_signals(&sigs));
+    #[cfg(unix)]
+    let sigset = {
+        let mut sigs = Vec::new();
+        if f.hold {
+            sigs.push(libc::SIGUSR1);
+        }
+        if counting_only && !f.ignore_sigterm {
+            sigs.push(libc::SIGTERM);
+        }
+        (!sigs.is_empty()).then(|| signals::block_signals(&sigs))
+    };
 
     let out = Output::start(f.crlf, f.unknown_event, f.split_writes);
     let hello = hello::hello_frame(&cfg, tool.as_ref().map(Child::id));
@@ -74,6 +80,7 @@ pub fn run(mut cfg: Config) -> ! {
         tool: Mutex::new(tool),
         cfg,
     });
+    #[cfg(unix)]
     if let Some(set) = sigset {
         let s2 = Arc::clone(&sh);
         std::thread::Builder::new()

@@ -7,9 +7,22 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// `spawn_tool`: a `sleep 3600` in the sim's process group, stdio on /dev/null.
+/// A tool: `sleep 3600` (on Windows, a copy of koma-sim that sleeps: see `windows.rs`).
+fn tool() -> Command {
+    #[cfg(unix)]
+    {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("3600");
+        cmd
+    }
+    #[cfg(windows)]
+    crate::windows::tool()
+}
+
+/// `spawn_tool`: a `sleep 3600` in the sim's process group (on Windows, in
+/// its Job Object), stdio on /dev/null.
 pub fn spawn_tool() -> Option<Child> {
-    match Command::new("sleep").arg("3600").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn() {
+    match tool().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn() {
         Ok(c) => {
             eprintln!("koma-sim: tool pid {} (spawn_tool)", c.id());
             Some(c)
@@ -32,15 +45,18 @@ pub fn first_request_faults(sh: &Shared) {
     if f.kill_mid_request {
         sh.out.sync();
         eprintln!("koma-sim: killing myself on purpose (kill_mid_request)");
+        #[cfg(unix)]
         // SAFETY: getpid has no preconditions, and kill(2) takes plain
         // integers; SIGKILL ends the process here.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
+        #[cfg(windows)]
+        crate::windows::terminate(crate::windows::KILLED);
     }
     if f.orphan_tool {
         sh.out.sync();
-        match Command::new("sleep").arg("3600").stdin(Stdio::null()).spawn() {
+        match tool().stdin(Stdio::null()).spawn() {
             Ok(c) => eprintln!("koma-sim: tool pid {}", c.id()),
             Err(e) => eprintln!("koma-sim: cannot spawn the orphan tool: {e}"),
         }

@@ -14,6 +14,9 @@ pub enum LaunchError {
     Executable { executable: OsString, error: std::io::Error },
     /// The executable names a directory (`path`: where the search found it).
     Directory { executable: OsString, path: PathBuf },
+    /// A batch file (`.cmd`, `.bat`) that only `cmd.exe`, a shell, could run
+    /// (Windows): `why` says what it is and what to pass instead.
+    Batch { executable: OsString, path: PathBuf, why: String },
     /// The working directory could not be entered.
     Cwd { cwd: PathBuf, error: std::io::Error },
     /// Anything else (pipes, the spawner thread, the system's limits).
@@ -30,16 +33,7 @@ impl LaunchError {
         match self {
             LaunchError::Executable { executable, error } => {
                 let exe = executable.to_string_lossy();
-                let not_found = error.raw_os_error() == Some(libc::ENOENT);
-                let why = match error.raw_os_error() {
-                    Some(libc::ENOENT) if !exe.contains('/') => "not found on PATH".to_owned(),
-                    Some(libc::ENOENT) => "no such file".to_owned(),
-                    Some(libc::EACCES) => "permission denied (not executable?)".to_owned(),
-                    Some(libc::ENOEXEC) => {
-                        "not a program this system can run (a script without `#!`? no shell is used)".to_owned()
-                    }
-                    _ => error.to_string(),
-                };
+                let (not_found, why) = why(&exe, error);
                 let mut message = format!("could not start `{exe} sdk serve`: {why} ({error})");
                 // `"koma --verbose"` is looked for as one file name: say why it was not found.
                 if not_found && exe.contains([' ', '\t']) {
@@ -55,6 +49,12 @@ impl LaunchError {
                 executable.to_string_lossy(),
                 path.display()
             ),
+            LaunchError::Batch { executable, path, why } => format!(
+                "could not start `{} sdk serve`: `{}` is a batch file, which only cmd.exe (a shell) can run, and \
+                 koma is never started through a shell; {why}",
+                executable.to_string_lossy(),
+                path.display()
+            ),
             LaunchError::Cwd { cwd, error } => {
                 format!("could not start koma in the working directory `{}`: {error}", cwd.display())
             }
@@ -63,7 +63,43 @@ impl LaunchError {
     }
 }
 
-#[cfg(test)]
+/// Whether `error` says the executable was not found, and why it could not run, in words.
+#[cfg(unix)]
+fn why(exe: &str, error: &std::io::Error) -> (bool, String) {
+    let why = match error.raw_os_error() {
+        Some(libc::ENOENT) if !exe.contains('/') => "not found on PATH".to_owned(),
+        Some(libc::ENOENT) => "no such file".to_owned(),
+        Some(libc::EACCES) => "permission denied (not executable?)".to_owned(),
+        Some(libc::ENOEXEC) => "not a program this system can run (a script without `#!`? no shell is used)".to_owned(),
+        _ => error.to_string(),
+    };
+    (error.raw_os_error() == Some(libc::ENOENT), why)
+}
+
+/// The same, for Windows' error codes.
+#[cfg(windows)]
+fn why(exe: &str, error: &std::io::Error) -> (bool, String) {
+    use windows_sys::Win32::Foundation::{
+        ERROR_ACCESS_DENIED, ERROR_BAD_EXE_FORMAT, ERROR_EXE_MACHINE_TYPE_MISMATCH, ERROR_FILE_NOT_FOUND,
+        ERROR_PATH_NOT_FOUND,
+    };
+    let code = error.raw_os_error().map(|c| c as u32);
+    let not_found = matches!(code, Some(ERROR_FILE_NOT_FOUND | ERROR_PATH_NOT_FOUND));
+    let why = match code {
+        Some(ERROR_FILE_NOT_FOUND | ERROR_PATH_NOT_FOUND) if !exe.contains(['/', '\\', ':']) => {
+            "not found on PATH (with PATHEXT's .exe and .com, and npm's .cmd shims)".to_owned()
+        }
+        Some(ERROR_FILE_NOT_FOUND | ERROR_PATH_NOT_FOUND) => "no such file".to_owned(),
+        Some(ERROR_ACCESS_DENIED) => "access denied".to_owned(),
+        Some(ERROR_BAD_EXE_FORMAT | ERROR_EXE_MACHINE_TYPE_MISMATCH) => {
+            "not a program Windows can run (a .exe or .com; no shell or interpreter is used)".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    (not_found, why)
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use std::io::Error;
 

@@ -1,7 +1,6 @@
 //! What to launch, and how: the options of a launch and their checks.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::error::{ErrorCode, KomaError};
@@ -43,26 +42,26 @@ impl LaunchOptions {
         if self.executable.is_empty() {
             return bad("`executable` must be a non-empty string".into());
         }
-        if self.executable.as_bytes().contains(&0) {
+        if self.executable.as_encoded_bytes().contains(&0) {
             return bad("`executable` holds a NUL character, which no program name can hold".into());
         }
         if let Some(cwd) = &self.cwd {
             if cwd.as_os_str().is_empty() {
                 return bad("`cwd` must be a non-empty string".into());
             }
-            if cwd.as_os_str().as_bytes().contains(&0) {
+            if cwd.as_os_str().as_encoded_bytes().contains(&0) {
                 return bad("`cwd` holds a NUL character, which no path can hold".into());
             }
         }
         for (k, v) in &self.env {
             let name = k.to_string_lossy();
-            if k.is_empty() || k.as_bytes().contains(&b'=') || k.as_bytes().contains(&0) {
+            if k.is_empty() || k.as_encoded_bytes().contains(&b'=') || k.as_encoded_bytes().contains(&0) {
                 return bad(format!(
                     "`env`: the name `{}` cannot be an environment variable's (empty, or holds `=` or NUL)",
                     crate::quote::escape_text(&name, false)
                 ));
             }
-            if v.as_bytes().contains(&0) {
+            if v.as_encoded_bytes().contains(&0) {
                 return bad(format!(
                     "`env.{}` holds a NUL character, which an environment variable cannot hold",
                     crate::quote::escape_text(&name, false)
@@ -73,8 +72,9 @@ impl LaunchOptions {
     }
 
     /// The child's `PATH`: `env`'s if it sets one, else the parent's.
+    #[cfg(unix)]
     pub(crate) fn child_path(&self) -> Option<OsString> {
-        match self.env.iter().rev().find(|(k, _)| k == OsStr::new("PATH")) {
+        match self.env.iter().rev().find(|(k, _)| k == std::ffi::OsStr::new("PATH")) {
             Some((_, v)) => Some(v.clone()),
             None => std::env::var_os("PATH"),
         }

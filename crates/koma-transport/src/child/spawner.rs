@@ -19,17 +19,20 @@
 //! their own (see `runtime/fork.rs`).
 
 use std::io;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-use super::guard::Guard;
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
-use super::raw_spawn::RawSpawn;
+#[cfg(unix)]
+pub(crate) use super::raw_spawn::RawSpawn;
+#[cfg(unix)]
 use super::wait::kill_and_reap;
+#[cfg(windows)]
+pub(crate) use super::windows::spawn::RawSpawn;
 
 struct Request {
     options: LaunchOptions,
@@ -54,36 +57,34 @@ pub(crate) struct SpawnerThread {
     thread: JoinHandle<()>,
 }
 
-/// Start the spawner thread; `on_start` runs first on it. Each child it
-/// starts is registered with `guard`.
+/// Start the spawner thread; `on_start` runs first on it. `started` is given
+/// each child as soon as it is started, before anything else (on Unix: its
+/// group's registration with the guard, see `guard.rs`).
 pub(crate) fn start(
     on_start: impl FnOnce() + Send + 'static,
-    guard: Arc<Guard>,
+    started: impl FnMut(&mut RawSpawn) + Send + 'static,
 ) -> io::Result<(Spawner, SpawnerThread)> {
     let (queue, rx) = mpsc::channel::<Message>();
     let thread = std::thread::Builder::new().name("koma-spawner".into()).spawn(move || {
         on_start();
-        run(rx, guard)
+        run(rx, started)
     })?;
     Ok((Spawner { queue: queue.clone() }, SpawnerThread { queue, thread }))
 }
 
-fn run(rx: mpsc::Receiver<Message>, guard: Arc<Guard>) {
+fn run(rx: mpsc::Receiver<Message>, mut started: impl FnMut(&mut RawSpawn)) {
     let mut paths = Paths::default();
     for message in rx {
         match message {
             Message::Spawn(req) => {
                 let r = paths.spawn(&req.options).map(|mut raw| {
-                    // Before anything else: from here on, this process's
-                    // death takes the child's group with it.
-                    raw.guarded = Some(guard.register(raw.pid));
+                    started(&mut raw);
                     raw
                 });
                 // The caller may be gone (its client closed meanwhile): nothing else
                 // will supervise this child, so stop and reap it now.
                 if let Err(Ok(orphan)) = req.reply.send(r) {
-                    let RawSpawn { pid, guarded, .. } = orphan;
-                    kill_and_reap(pid, || drop(guarded));
+                    abandon(orphan);
                 }
             }
             Message::End(runtime) => {
@@ -92,6 +93,19 @@ fn run(rx: mpsc::Receiver<Message>, guard: Arc<Guard>) {
             }
         }
     }
+}
+
+/// A child nothing will supervise: stopped (with its group, or its job) and
+/// reaped; its group unregistered from the guard before the reap.
+#[cfg(unix)]
+fn abandon(orphan: RawSpawn) {
+    let RawSpawn { pid, guarded, .. } = orphan;
+    kill_and_reap(pid, || drop(guarded));
+}
+
+#[cfg(windows)]
+fn abandon(orphan: RawSpawn) {
+    orphan.job.terminate();
 }
 
 impl SpawnerThread {
@@ -133,10 +147,16 @@ impl Paths {
         }
     }
 
-    /// Elsewhere every mode is the portable path.
-    #[cfg(not(target_os = "linux"))]
+    /// Elsewhere on Unix every mode is the portable path.
+    #[cfg(all(unix, not(target_os = "linux")))]
     fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
         super::portable::spawn(options)
+    }
+
+    /// On Windows there is one path (see `windows/spawn.rs`), whatever the mode.
+    #[cfg(windows)]
+    fn spawn(&mut self, options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
+        super::windows::spawn::spawn(options)
     }
 }
 

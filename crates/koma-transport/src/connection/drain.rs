@@ -8,13 +8,12 @@
 use std::sync::{Arc, MutexGuard};
 
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 
 use super::link::Link;
 use super::state::Shared;
 use super::trace_record::TraceRecord;
 
-pub(super) async fn drain_stderr(link: Arc<Link>, mut stderr: pipe::Receiver) {
+pub(super) async fn drain_stderr(link: Arc<Link>, mut stderr: crate::child::PipeReader) {
     // Small at first (most children write little), larger once a read fills it.
     let mut buf: Vec<u8> = Vec::with_capacity(4 * 1024);
     let mut lines = link.trace.stderr_lines().then(StderrLines::default);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
 use super::link::Link;
@@ -49,7 +48,7 @@ const ROOM_IDLE_STEPS: usize = 10;
 /// one means data is streaming, and the pipe must keep draining.
 const READ_PAUSE_BELOW: usize = 16 * 1024;
 
-pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: pipe::Receiver) -> ReadEnd {
+pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: crate::child::PipeReader) -> ReadEnd {
     let mut splitter = LineSplitter::new();
     // Read into spare capacity: pages no read reached are never touched.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_FIRST);

@@ -4,6 +4,7 @@
 //! (`writer.rs`), which keeps the order.
 
 use std::io;
+#[cfg(unix)]
 use std::os::fd::RawFd;
 
 use tokio::sync::mpsc;
@@ -46,10 +47,7 @@ impl Stdin {
         if let (false, Some(fd)) = (self.backlog, self.fd) {
             let mut done = 0;
             while done < line.len() {
-                // SAFETY: write(2) from a live slice to the open, non-blocking
-                // pipe: `fd` is cleared (under the connection's lock, which the
-                // caller holds) before the writer task closes the pipe.
-                let n = unsafe { libc::write(fd, line[done..].as_ptr().cast(), line.len() - done) };
+                let n = write_direct(fd, &line[done..]);
                 if n > 0 {
                     done += n as usize;
                 } else if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -73,6 +71,25 @@ impl Stdin {
         let _ = writer.send(WriterMsg::Line { token, line });
     }
 }
+
+/// Write straight to stdin's pipe.
+#[cfg(unix)]
+fn write_direct(fd: RawFd, bytes: &[u8]) -> isize {
+    // SAFETY: write(2) from a live slice to the open, non-blocking pipe: `fd`
+    // is cleared (under the connection's lock, which the caller holds) before
+    // the writer task closes the pipe.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// On Windows there is no direct write (`fd` is never set).
+#[cfg(windows)]
+fn write_direct(fd: RawFd, _: &[u8]) -> isize {
+    match fd {}
+}
+
+/// No descriptor to write to directly on Windows.
+#[cfg(windows)]
+type RawFd = std::convert::Infallible;
 
 /// `{"id":"N","method":M,"params":P}\n`, with `params` checked (`frame_too_large` over 40 MiB).
 pub(super) fn request_line(token: u64, method: &str, params_json: Option<&str>) -> Result<Vec<u8>, KomaError> {

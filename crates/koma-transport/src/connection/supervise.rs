@@ -7,11 +7,9 @@
 //! was the last), and `close()` resolves after that, never before.
 
 use std::future::Future;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -88,11 +86,14 @@ async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
     };
     let Spawned { process, stdin, stdout, stderr } = spawned;
     let process = Arc::new(process);
+    #[cfg(unix)]
     let pipes = (
-        pipe::Sender::from_owned_fd(stdin),
-        pipe::Receiver::from_owned_fd(stdout),
-        pipe::Receiver::from_owned_fd(stderr),
+        child::PipeWriter::from_owned_fd(stdin),
+        child::PipeReader::from_owned_fd(stdout),
+        child::PipeReader::from_owned_fd(stderr),
     );
+    #[cfg(windows)]
+    let pipes = (child::register_pipe(stdin), child::register_pipe(stdout), child::register_pipe(stderr));
     let (stdin, stdout, stderr) = match pipes {
         (Ok(a), Ok(b), Ok(c)) => (a, b, c),
         (a, b, c) => {
@@ -112,7 +113,13 @@ async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
         let mut s = link.lock();
         s.child.process = Some(process.clone());
         s.stdin.writer = Some(tx);
-        s.stdin.fd = Some(stdin.as_raw_fd());
+        // Written straight from the caller's thread while nothing is queued
+        // (Unix; on Windows every line goes through the writer task).
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            s.stdin.fd = Some(stdin.as_raw_fd());
+        }
         link.note(&mut s, || Traced::Spawned);
         link.wake_if_needed(s);
     }
@@ -130,7 +137,7 @@ async fn supervise(link: Arc<Link>, spawner: Result<Spawner, LaunchError>) {
             info = process.exited() => info,
             never = stop_when_asked(&link, &process) => match never {},
         };
-        process.signal_group(libc::SIGKILL); // what is left of its group
+        end_group(&process); // what is left of its group
         process.reap();
         exited(&link, info);
         process.group_gone(GROUP_GRACE).await;
@@ -208,9 +215,13 @@ async fn stop_when_asked(link: &Link, process: &Process) -> std::convert::Infall
         if first != Stop::Kill {
             shutdown_stdin(link);
             tokio::time::sleep(STOP_GRACE).await;
-            process.signal(libc::SIGTERM);
-            process.signal_group(libc::SIGTERM);
-            tokio::time::sleep(STOP_GRACE).await;
+            // Windows has no SIGTERM: after the end of stdin, the job's end.
+            #[cfg(unix)]
+            {
+                process.signal(libc::SIGTERM);
+                process.signal_group(libc::SIGTERM);
+                tokio::time::sleep(STOP_GRACE).await;
+            }
         }
         process.kill_now();
     };
@@ -224,6 +235,14 @@ async fn stop_when_asked(link: &Link, process: &Process) -> std::convert::Infall
         () = killed => {}
     }
     std::future::pending().await
+}
+
+/// After koma's exit: stop what is left of its group (Unix), or of its job (Windows).
+fn end_group(process: &Process) {
+    #[cfg(unix)]
+    process.signal_group(libc::SIGKILL);
+    #[cfg(windows)]
+    process.end_tree();
 }
 
 /// koma has exited and been reaped: nothing more is written to it.

@@ -5,7 +5,6 @@ use std::io;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
 use super::link::Link;
@@ -23,7 +22,7 @@ pub(super) enum WriteEnd {
 /// aborted, or panics), direct writes stop first, then the descriptor closes.
 struct OwnedStdin {
     link: Arc<Link>,
-    pipe: pipe::Sender,
+    pipe: crate::child::PipeWriter,
 }
 
 impl Drop for OwnedStdin {
@@ -35,7 +34,7 @@ impl Drop for OwnedStdin {
 pub(super) async fn write_stdin(
     link: Arc<Link>,
     mut rx: mpsc::UnboundedReceiver<WriterMsg>,
-    stdin: pipe::Sender,
+    stdin: crate::child::PipeWriter,
 ) -> WriteEnd {
     let mut stdin = OwnedStdin { link: link.clone(), pipe: stdin };
     let mut batch: Vec<WriterMsg> = Vec::new();

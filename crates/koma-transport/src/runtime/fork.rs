@@ -26,9 +26,15 @@ pub fn generation() -> u64 {
 
 #[cold]
 fn register() {
-    if REGISTERED.swap(true, Ordering::AcqRel) {
-        return;
+    // Windows has no fork: the generation never changes there.
+    #[cfg(unix)]
+    if !REGISTERED.swap(true, Ordering::AcqRel) {
+        register_atfork();
     }
+}
+
+#[cfg(unix)]
+fn register_atfork() {
     // SAFETY: registers a handler that only does an atomic add, which is
     // async-signal-safe, as a handler run in a forked child must be. glibc
     // drops the handler if the library that holds it is unloaded.
@@ -40,6 +46,7 @@ fn register() {
 
 /// Runs in the child, in the thread that called `fork()`, before `fork()`
 /// returns there.
+#[cfg(unix)]
 extern "C" fn forked() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }

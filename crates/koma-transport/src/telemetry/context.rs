@@ -1,9 +1,15 @@
 //! The trace context koma is started with: when the application traces,
 //! koma's environment carries the client's span context as `TRACEPARENT`
 //! and `TRACESTATE` (the W3C forms OpenTelemetry specifies for environment
-//! variables), so a koma that traces joins the same trace. A client whose
+//! variables), so a koma that traces joins the client's trace. A client whose
 //! `env` gives either variable keeps what it gave: the application chose
 //! koma's context, and the two are never mixed.
+//!
+//! The environment is read once, when koma starts: it is the context of the
+//! client's life, not of any one request. The protocol has no per-request
+//! trace field, and the packages write only the fields it specifies, so a
+//! request's context never reaches koma; a request's spans reach the
+//! client's through the link each call and turn carries (see `super::table`).
 
 use std::ffi::{OsStr, OsString};
 

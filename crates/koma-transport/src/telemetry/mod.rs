@@ -39,11 +39,22 @@ pub struct TelemetryOptions {
 }
 
 /// The table a host reads once (JSON text): `client`, `call` and `turn`,
-/// each `{name, kind, attributes}` (a call's name and attributes hold
-/// `{method}`, the method's name; `call.remote` is the attribute of a remote
-/// error's code), `error` (the attribute that says a record's `error`, as
-/// the span's status does), and `instruments`, each `{name, kind
-/// ("histogram" or "counter"), unit, description, buckets?}`.
+/// each `{name, kind, attributes, parent, link}` (a call's name and
+/// attributes hold `{method}`, the method's name; `call.remote` is the
+/// attribute of a remote error's code). `parent` is where the host starts
+/// the span: `"caller"`, under the caller's current span, or `"root"`, a
+/// trace of its own (the caller's other context values kept). `link` is the
+/// one link the span is started with: `"caller"`, the caller's current span
+/// (none when it has no valid one), or `"client"`, the client's span (none
+/// when the client has no span). Then `error` (the attribute that says a
+/// record's `error`, as the span's status does), and `instruments`, each
+/// `{name, kind ("histogram" or "counter"), unit, description, buckets?}`.
+///
+/// The client's span is a root because a client is a long-lived connection:
+/// it may be made in one request and serve many others at once, as a pooled
+/// database client does. Under the request that started it, it would outlive
+/// its parent, and draw every later request's koma process into the first
+/// request's trace (`TRACEPARENT`, see [`TraceContext`]).
 pub fn table() -> &'static str {
     static TABLE: OnceLock<String> = OnceLock::new();
     TABLE.get_or_init(|| names::table().to_string())
@@ -69,5 +80,18 @@ mod tests {
         }
         assert_eq!(t["turn"]["name"], "invoke_agent koma");
         assert_eq!(t["call"]["attributes"]["rpc.method"], "{method}");
+    }
+
+    #[test]
+    fn a_clients_span_is_a_root_linked_to_its_caller_and_its_calls_link_to_it() {
+        let t: serde_json::Value = serde_json::from_str(table()).unwrap();
+        assert_eq!((t["client"]["parent"].as_str(), t["client"]["link"].as_str()), (Some("root"), Some("caller")));
+        for span in ["call", "turn"] {
+            assert_eq!(
+                (t[span]["parent"].as_str(), t[span]["link"].as_str()),
+                (Some("caller"), Some("client")),
+                "{span}"
+            );
+        }
     }
 }

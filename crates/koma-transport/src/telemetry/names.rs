@@ -58,16 +58,33 @@ pub const APPROVAL_DURATION: &str = "koma.approval.duration";
 pub const CLIENT_STARTS: &str = "koma.client.starts";
 pub const CLIENT_FAILURES: &str = "koma.client.failures";
 
+/// Where a span of the table goes (its `parent`): under the caller's
+/// current span, or at the root of a trace of its own.
+pub const PARENT_CALLER: &str = "caller";
+pub const PARENT_ROOT: &str = "root";
+/// What a span of the table links to (its `link`): the caller's current span
+/// (when there is one), or the client's own span (when it is traced).
+pub const LINK_CALLER: &str = "caller";
+pub const LINK_CLIENT: &str = "client";
+
 /// See [`super::table`].
 pub fn table() -> Value {
     json!({
-        "client": {"name": CLIENT_SPAN, "kind": "internal", "attributes": {}},
+        // A client may outlive the request that started it and serve many
+        // others (one client per process, shared, as a pooled database
+        // client is): its life is a trace of its own, linked to the span
+        // that started it, never a child that outlives its parent.
+        "client": {"name": CLIENT_SPAN, "kind": "internal", "attributes": {},
+                   "parent": PARENT_ROOT, "link": LINK_CALLER},
+        // A call and a turn belong to whoever makes them: a child of the
+        // caller's span, with a link to the client's life.
         "call": {"name": CALL_SPAN, "kind": "client", "attributes": {"rpc.system": AGENT, "rpc.method": "{method}"},
                  // A remote error's code (`busy`), beside `error.type` `remote`.
-                 "remote": REMOTE_CODE},
+                 "remote": REMOTE_CODE,
+                 "parent": PARENT_CALLER, "link": LINK_CLIENT},
         "turn": {"name": TURN_SPAN, "kind": "client", "attributes": {
             OPERATION: "invoke_agent", AGENT_NAME: AGENT, PROVIDER: AGENT,
-        }},
+        }, "parent": PARENT_CALLER, "link": LINK_CLIENT},
         // The attribute of a record's `error`, beside the span's error status.
         "error": ERROR_TYPE,
         "instruments": [
