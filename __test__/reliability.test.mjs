@@ -2,7 +2,7 @@
 // tracing. Everything through real koma-sim children.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
