@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
+import assert from "node:assert/strict";
 
 const require = createRequire(import.meta.url);
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -23,12 +24,148 @@ export function testingEnv() {
   return { NAPI_RS_NATIVE_LIBRARY_PATH: TESTING_ADDON };
 }
 
+/** The spawn path this process's clients take (`KOMA_SDK_SPAWN`, read once by the addon). */
+export const SPAWN_PATH = process.env.KOMA_SDK_SPAWN || "auto";
+
+/** Whether this kernel is Linux `major.minor` or later. */
+function linuxAtLeast(major, minor) {
+  const [a, b] = require("node:os").release().split(".").map(Number);
+  return process.platform === "linux" && (a > major || (a === major && b >= minor));
+}
+
 /**
- * Set when the suite runs on the portable Unix spawn path (what macOS uses):
- * a guarantee only Linux gives is skipped there, with this reason.
+ * How each child's exit is watched on a spawn path (the one in use unless
+ * given), from what the
+ * platform gives: by the I/O runtime's reactor (a pidfd on Linux 5.3 and
+ * later, a kqueue on macOS), or by a thread of its own (the `no-pidfd`
+ * path, an older kernel, another system).
  */
-export const linuxOnly = (what) =>
-  process.env.KOMA_SDK_SPAWN === "portable" ? `${what} is Linux's (PR_SET_PDEATHSIG); the portable spawn path does not give it` : false;
+export function exitWatchedByThread(path = SPAWN_PATH) {
+  if (path === "no-pidfd") return true;
+  if (process.platform === "darwin") return false;
+  return !linuxAtLeast(5, 3);
+}
+
+/**
+ * A skip's reason where this platform lacks what a check needs, else false.
+ * The death of koma's whole group with its parent needs process groups and
+ * the guard (`/bin/sh`): every Unix, on every spawn path.
+ */
+export function lacksParentDeath(what) {
+  if (process.platform === "win32") return `${what}: Windows has no process groups or /bin/sh for the guard`;
+  if (!existsSync("/bin/sh")) return `${what}: this system has no /bin/sh for the guard`;
+  return false;
+}
+
+/**
+ * Kill with SIGKILL a Node process that runs clients, and wait until every
+ * koma it started, and every process of their groups, is gone.
+ *
+ * Each koma is a wrapper (`/bin/sh`, which then execs koma-sim with the
+ * same pid) that first opens the write end of a FIFO of this test on fd 9
+ * (no close-on-exec), which koma-sim and the tools it starts inherit. So a
+ * read of the FIFO returns its end exactly when every koma and every tool
+ * is gone: that end of file is the event awaited, with no polling. (Node sets
+ * close-on-exec on the descriptors it inherits, so a pipe given to the Node
+ * process itself would not reach koma.)
+ *
+ * `script({ executable, env })` is the Node program (on `KOMA_SDK_SPAWN=spawn`),
+ * whose clients use that executable and environment; it prints one JSON
+ * line; `check(info)` runs on it; then the process is killed. `bound` only
+ * stops a hang, and then names what still runs of `pids(info)`.
+ */
+export async function killedWithSigkill(script, { spawn: path, check = () => {}, pids = () => [], bound = 30000 }) {
+  const { spawn, spawnSync } = await import("node:child_process");
+  const { once } = await import("node:events");
+  const { openSync, closeSync, writeFileSync, constants } = await import("node:fs");
+  const { open } = await import("node:fs/promises");
+  const dir = mkdtempSync(join(tmpdir(), "koma-held-"));
+  homes.push(dir);
+  const fifo = join(dir, "held");
+  assert(spawnSync("mkfifo", [fifo]).status === 0, "mkfifo");
+  const executable = join(dir, "koma");
+  writeFileSync(executable, '#!/bin/sh\nexec 9>"$KOMA_TEST_HELD"\nexec "$KOMA_TEST_SIM" "$@"\n', { mode: 0o755 });
+  // A reader from the start, so that the wrappers' opens do not wait for one.
+  const early = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const env = { KOMA_TEST_HELD: fifo, KOMA_TEST_SIM: SIM };
+  const child = spawn(process.execPath, ["-e", script({ executable, env })], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, KOMA_SDK_SPAWN: path },
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const exited = once(child, "exit");
+  let info;
+  let held;
+  try {
+    while (!out.includes("\n")) {
+      const r = await Promise.race([once(child.stdout, "data"), exited.then(() => "exited")]);
+      if (r === "exited" && !out.includes("\n")) throw new Error(`the script ended before its line: ${out}`);
+    }
+    info = JSON.parse(out.slice(0, out.indexOf("\n")));
+    // For a blocking read (on libuv's thread pool), opened while the komas
+    // hold the FIFO: it returns 0 bytes once the last writer is gone.
+    held = await open(fifo, "r");
+    closeSync(early);
+    check(info);
+  } finally {
+    child.kill("SIGKILL"); // also when a check failed: the file would never end
+    if (!held) closeSync(early);
+  }
+  await exited;
+  let timer;
+  const hang = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const left = pids(info).filter(alive);
+      for (const pid of left) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {}
+      }
+      reject(new Error(`${bound} ms after the SIGKILL, still running: ${JSON.stringify(left)} of ${JSON.stringify(info)}`));
+    }, bound);
+  });
+  try {
+    await Promise.race([held.read(Buffer.alloc(1), 0, 1, null).then(({ bytesRead }) => assert.equal(bytesRead, 0)), hang]);
+  } finally {
+    clearTimeout(timer);
+    await held.close();
+  }
+  return info;
+}
+
+/**
+ * A host script for `killedWithSigkill`: `clients` clients, each of a koma-sim that ignores the end of its stdin
+ * and starts a tool in its group; it prints the komas' and the tools' pids
+ * (each tool's from its koma's stderr, through the trace channel) once all run.
+ */
+export const stubbornHost =
+  (clients) =>
+  ({ executable, env: extra }) =>
+    `
+  const dc = require("node:diagnostics_channel");
+  const { Client } = require(${JSON.stringify(join(root, "index.js"))});
+  const tools = new Map();
+  const waiting = new Map();
+  dc.subscribe("koma-sdk:trace", (m) => {
+    const t = m.kind === "stderr" && /tool pid (\\d+)/.exec(m.text);
+    if (!t) return;
+    tools.set(m.pid, Number(t[1]));
+    waiting.get(m.pid)?.(Number(t[1]));
+  });
+  const tool = (pid) => (tools.has(pid) ? Promise.resolve(tools.get(pid)) : new Promise((r) => waiting.set(pid, r)));
+  (async () => {
+    const env = ${JSON.stringify({ ...extra, KOMA_SIM_FAULT: "ignore_eof,spawn_tool", KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() })};
+    const clients = Array.from({ length: ${clients} }, () => new Client({ executable: ${JSON.stringify(executable)}, env }));
+    globalThis.keep = clients; // referenced: a collected client stops its child
+    await Promise.all(clients.map((c) => c.create({})));
+    const komas = clients.map((c) => c.pid);
+    const toolPids = await Promise.all(komas.map(tool));
+    for (const c of clients) c.state();
+    console.log(JSON.stringify({ komas, tools: toolPids }));
+    setInterval(() => {}, 1000);
+  })();
+`;
 
 const homes = [];
 process.on("exit", () => {

@@ -2,13 +2,25 @@
 // tracing. Everything through real koma-sim children.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SIM, root, tempHome, alive, simClient, rejection, eventsError, linuxOnly, testingEnv } from "./helpers.mjs";
+import {
+  SIM,
+  root,
+  tempHome,
+  alive,
+  simClient,
+  rejection,
+  eventsError,
+  lacksParentDeath,
+  killedWithSigkill,
+  stubbornHost,
+  testingEnv,
+} from "./helpers.mjs";
 
 const INDEX = JSON.stringify(`${root}/index.js`);
 const simEnv = () => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() });
@@ -128,31 +140,21 @@ test("terminating a Worker with requests in flight neither crashes Node nor leav
   await c.close();
 });
 
-test("koma dies when the Node process is killed with SIGKILL (PR_SET_PDEATHSIG)", {
-  timeout: 30000,
-  skip: linuxOnly("koma's death with a SIGKILLed parent"),
-}, async () => {
-  const child = spawn(
-    process.execPath,
-    [
-      "-e",
-      `
-    const { Client } = require(${INDEX});
-    const c = new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} });
-    c.create({}).then(() => { console.log(c.pid); c.state({}); setInterval(() => {}, 1000); });
-  `,
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  while (!out.includes("\n")) await once(child.stdout, "data");
-  const pid = Number(out.trim());
-  assert.equal(alive(pid), true);
-  child.kill("SIGKILL");
-  await once(child, "exit");
-  assert.equal(await waitDead(pid), true);
-});
+for (const path of ["auto", "no-pidfd", "portable"]) {
+  test(`koma that ignores the end of its stdin, and the tool in its group, die when the Node process is killed with SIGKILL (${path})`, {
+    timeout: 60000,
+    skip: lacksParentDeath("koma's group dying with its SIGKILLed parent"),
+  }, async () => {
+    await killedWithSigkill(stubbornHost(1), {
+      spawn: path,
+      check: ({ komas, tools }) => {
+        assert.equal(komas.length, 1);
+        assert.ok(alive(komas[0]) && alive(tools[0]), "koma and its tool run while Node does");
+      },
+      pids: ({ komas, tools }) => [...komas, ...tools],
+    });
+  });
+}
 
 test("tracing prints every frame both ways and every stderr line, only when on", { timeout: 30000 }, () => {
   const script = `

@@ -1,15 +1,24 @@
 // Many agents in one process: the addon's threads do not grow with the
 // clients, and the guarantees hold at scale (the Node process killed with
 // 200 clients open, a Worker terminated among others, a tool holding koma's
-// pipes), with pidfds and without them.
+// pipes), on every spawn path.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
 import { join } from "node:path";
-import { SIM, root, tempHome, alive, runScript, linuxOnly } from "./helpers.mjs";
+import {
+  SIM,
+  root,
+  tempHome,
+  alive,
+  runScript,
+  lacksParentDeath,
+  killedWithSigkill,
+  stubbornHost,
+  exitWatchedByThread,
+} from "./helpers.mjs";
 
 const INDEX = JSON.stringify(join(root, "index.js"));
 const simEnv = (more = {}) => ({ KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome(), ...more });
@@ -38,8 +47,8 @@ async function allGone(pids, what) {
   assert.fail(`${what}: still running: ${pids.filter(running).join(" ")}`);
 }
 
-for (const pidfd of [true, false]) {
-  test(`the addon's threads stay few and constant from 1 to 200 clients (pidfd ${pidfd ? "on" : "off"})`, { timeout: 120000 }, () => {
+for (const path of ["auto", "no-pidfd", "portable"]) {
+  test(`the addon's threads stay few and constant from 1 to 200 clients (${path})`, { timeout: 120000 }, () => {
     const r = runScript(
       `
       const { readdirSync } = require("node:fs");
@@ -61,12 +70,13 @@ for (const pidfd of [true, false]) {
         console.log(JSON.stringify({ withOne, withMany, after: threads() - base }));
       })();
     `,
-      { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } },
+      { env: { KOMA_SDK_SPAWN: path } },
     );
     assert.equal(r.code, 0, r.err);
     const { withOne, withMany, after } = JSON.parse(r.out);
     assert.ok(withOne <= 8, `threads added with 1 client: ${withOne}`);
-    if (pidfd) {
+    if (!exitWatchedByThread(path)) {
+      // Every exit is watched by the reactor (a pidfd, or kqueue on macOS).
       assert.equal(withMany, withOne, `threads added with 201 clients: ${withMany} (with 1: ${withOne})`);
     } else {
       // Without pidfds each child's exit is watched by a thread of its own.
@@ -76,40 +86,23 @@ for (const pidfd of [true, false]) {
   });
 }
 
-test("200 clients open, the Node process killed with SIGKILL: no koma is left", {
-  timeout: 120000,
-  skip: linuxOnly("koma's death with a SIGKILLed parent"),
-}, async (t) => {
-  const child = spawn(
-    process.execPath,
-    [
-      "-e",
-      `
-    const { Client } = require(${INDEX});
-    (async () => {
-      const clients = Array.from({ length: 200 }, () => new Client({ executable: ${JSON.stringify(SIM)}, env: ${JSON.stringify(simEnv())} }));
-      globalThis.keep = clients; // referenced: a collected client stops its child
-      await Promise.all(clients.map((c) => c.probe()));
-      for (const c of clients) c.state();
-      console.log(JSON.stringify(clients.map((c) => c.pid)));
-      setInterval(() => {}, 1000);
-    })();
-  `,
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  // A failed check must not leave it running (this file would never end).
-  t.after(() => child.kill("SIGKILL"));
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  while (!out.includes("\n")) await once(child.stdout, "data");
-  const pids = JSON.parse(out);
-  assert.equal(pids.length, 200);
-  assert.ok(pids.every(running), "all 200 run");
-  child.kill("SIGKILL");
-  await once(child, "exit");
-  await allGone(pids, "after the Node process was killed");
-});
+for (const path of ["auto", "portable"]) {
+  test(`200 clients open, the Node process killed with SIGKILL: no koma is left, nor any tool of theirs (${path})`, {
+    timeout: 180000,
+    skip: lacksParentDeath("koma's group dying with its SIGKILLed parent"),
+  }, async () => {
+    // Each koma-sim ignores the end of its stdin and has a tool in its group.
+    await killedWithSigkill(stubbornHost(200), {
+      spawn: path,
+      check: ({ komas, tools }) => {
+        assert.equal(komas.length, 200);
+        assert.ok([...komas, ...tools].every(running), "all 200 and their tools run");
+      },
+      pids: ({ komas, tools }) => [...komas, ...tools],
+      bound: 120000,
+    });
+  });
+}
 
 const workerSource = `
   const { parentPort, workerData } = require("node:worker_threads");
@@ -170,8 +163,8 @@ test("clients in several Workers: one Worker terminated with requests in flight 
   assert.ok(!otherPids.flat().some(running), "closed: gone");
 });
 
-for (const pidfd of [true, false]) {
-  test(`a child whose tool holds its pipes: its exit is still seen (pidfd ${pidfd ? "on" : "off"})`, { timeout: 30000 }, () => {
+for (const path of ["auto", "no-pidfd", "portable"]) {
+  test(`a child whose tool holds its pipes: its exit is still seen (${path})`, { timeout: 30000 }, () => {
     const r = runScript(
       `
       const { Client } = require(${INDEX});
@@ -187,7 +180,7 @@ for (const pidfd of [true, false]) {
         console.log(JSON.stringify({ code: e.code, message: e.message, later, toolGone }));
       })();
     `,
-      { env: { KOMA_SDK_SPAWN: pidfd ? "auto" : "no-pidfd" } },
+      { env: { KOMA_SDK_SPAWN: path } },
     );
     assert.equal(r.code, 0, r.err);
     const out = JSON.parse(r.out);

@@ -1,5 +1,5 @@
 // The addon's threads (the core's two `koma-io` workers and `koma-spawner`,
-// and, where a child's exit is not watched through a pidfd, a
+// and, where a child's exit cannot be watched by the reactor, a
 // `koma-exit-watch` per child) run only while a client needs them. Counted
 // by name from /proc/self/task of this process, right after the call checked
 // resolves: none before the first call, none once the last client's close()
@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
-import { Client, SIM, root, tempHome } from "./helpers.mjs";
+import { Client, SIM, root, tempHome, exitWatchedByThread } from "./helpers.mjs";
 
 const skip = process.platform === "linux" ? false : "counts threads in /proc/self/task";
 const NONE = [];
@@ -27,9 +27,9 @@ function komaThreads() {
   return names.filter((n) => n.startsWith("koma-")).sort();
 }
 
-/** The threads while `clients` clients run (each child's exit watched by a thread of its own on the paths without a pidfd). */
+/** The threads while `clients` clients run (each child's exit watched by a thread of its own where the reactor cannot watch it). */
 function running(clients = 1) {
-  const watched = ["portable", "no-pidfd"].includes(process.env.KOMA_SDK_SPAWN);
+  const watched = exitWatchedByThread();
   const names = ["koma-io", "koma-io", "koma-spawner"];
   if (watched) for (let i = 0; i < clients; i++) names.push("koma-exit-watch");
   return names.sort();

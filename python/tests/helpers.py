@@ -4,8 +4,10 @@ koma-sim unless it says otherwise. Process and descriptor checks read /proc.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterable
@@ -231,6 +233,102 @@ def wait_reaped(pids: Iterable[int], what: str, seconds: float = 30.0) -> None:
         if time.monotonic() > end:
             raise AssertionError(f"{what}: not reaped: {[p for p in pids if alive(p)]}")
         time.sleep(0.025)
+
+
+def spawn_env(spawn: str) -> dict[str, str]:
+    """The environment that picks a spawn path (`default`: the best the system has)."""
+    env = {k: v for k, v in os.environ.items() if k != "KOMA_SDK_SPAWN"}
+    if spawn != "default":
+        env["KOMA_SDK_SPAWN"] = spawn
+    return env
+
+
+def _linux_at_least(major: int, minor: int) -> bool:
+    if sys.platform != "linux":
+        return False
+    a, b = (int(x) for x in os.uname().release.split(".")[:2])
+    return (a, b) >= (major, minor)
+
+
+def exit_watched_by_thread(spawn: str | None = None) -> bool:
+    """Whether each child's exit is watched by a thread of its own on a spawn
+    path (the one in use unless given), from what the platform gives: the
+    reactor watches it through a pidfd (Linux 5.3 and later) or a kqueue
+    (macOS), except on the `no-pidfd` path."""
+    spawn = spawn if spawn is not None else os.environ.get("KOMA_SDK_SPAWN", "default")
+    if spawn == "no-pidfd":
+        return True
+    if sys.platform == "darwin":
+        return False
+    return not _linux_at_least(5, 3)
+
+
+def lacks_parent_death() -> str | None:
+    """A skip's reason where this platform lacks what the death of koma's
+    group with its parent needs (process groups, and /bin/sh for the guard)."""
+    if sys.platform == "win32":
+        return "Windows has no process groups or /bin/sh for the guard"
+    if not os.path.exists("/bin/sh"):
+        return "this system has no /bin/sh for the guard"
+    return None
+
+
+def group_members(pgids: Iterable[int]) -> dict[int, list[int]]:
+    """The running processes of each group of `pgids` (zombies left out), from /proc."""
+    groups: dict[int, list[int]] = {g: [] for g in pgids}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split(" ")
+        if int(fields[2]) in groups and fields[0] not in ("Z", "X"):
+            groups[int(fields[2])].append(int(d))
+    return groups
+
+
+def killed_with_sigkill(src: str, *, spawn: str, bound: float = 30.0) -> list[int]:
+    """Run `src` in a new interpreter (on the spawn path `spawn`) that holds
+    the write end of a pipe to this process (inheritable), which
+    everything it starts inherits: koma, koma's tools, the guard. The script
+    prints a JSON list of koma pids once they run. Each koma's group (koma and
+    its tool) is checked to run; the interpreter is killed with SIGKILL; this
+    returns once the pipe reads its end, that is once every process that held
+    it is gone: no polling, the end of file is the event. `bound` only stops
+    a hang, and then names what still runs. Returns every pid that ran."""
+    import selectors
+
+    r, w = os.pipe()
+    p = subprocess.Popen(
+        [sys.executable, "-c", src], stdout=subprocess.PIPE, text=True, pass_fds=(w,), env=spawn_env(spawn)
+    )
+    os.close(w)
+    try:
+        try:
+            komas = [int(x) for x in json.loads(first_line(p, seconds=120))]
+            groups = group_members(komas)
+            for koma, members in groups.items():
+                assert koma in members and len(members) >= 2, f"koma {koma} and its tool run: {members}"
+        finally:
+            p.kill()
+            p.wait()
+            assert p.stdout is not None
+            p.stdout.close()
+        ran = sorted(pid for members in groups.values() for pid in members)
+        with selectors.DefaultSelector() as sel:
+            sel.register(r, selectors.EVENT_READ)
+            if not sel.select(bound):
+                left = [pid for pid in ran if running(pid)]
+                for pid in left:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                raise AssertionError(f"{bound} s after the SIGKILL, still running: {left} of {ran}")
+        assert os.read(r, 1) == b"", "nothing writes to the pipe"
+        return ran
+    finally:
+        os.close(r)
 
 
 async def until(cond: Callable[[], bool], what: str, seconds: float = 20.0) -> None:

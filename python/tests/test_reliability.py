@@ -29,11 +29,12 @@ from helpers import (
     alive,
     child_pids,
     events_error,
-    first_line,
+    exit_watched_by_thread,
+    killed_with_sigkill,
+    lacks_parent_death,
     last_json,
     raises,
     run_python,
-    running,
     script,
     sim_env,
     until,
@@ -145,26 +146,21 @@ def test_a_loop_that_ends_with_calls_in_flight_leaves_no_koma_once_collected(hom
 # ---------------------------------------------------------------- the end of the Python process
 
 
+@pytest.mark.skipif(lacks_parent_death() is not None, reason=str(lacks_parent_death()))
+@pytest.mark.parametrize("spawn", ["default", "no-pidfd", "portable"])
 @pytest.mark.parametrize("loop", LOOPS)
-def test_a_sigkilled_python_leaves_no_koma(home: Path, loop: str) -> None:
+def test_a_sigkilled_python_leaves_neither_koma_nor_the_tool_in_its_group(home: Path, loop: str, spawn: str) -> None:
+    # koma-sim ignores the end of its stdin, and has a tool in its group.
     src = script(f"""
 async def main():
-    c = Client(SIM, env={sim_env(home)!r})
+    c = Client(SIM, env={sim_env(home, faults="ignore_eof,spawn_tool")!r})
     await c.create()
-    print(c.pid, flush=True)
+    print(json.dumps([c.pid]), flush=True)
     {FOREVER[loop]}
 {RUN_MAIN[loop]}
 """)
-    p = subprocess.Popen([sys.executable, "-c", src], stdout=subprocess.PIPE, text=True)
-    try:
-        pid = int(first_line(p))
-        assert running(pid)
-    finally:
-        p.kill()
-        p.wait()
-        assert p.stdout is not None
-        p.stdout.close()
-    wait_gone([pid], "koma after its Python was killed with SIGKILL")
+    ran = killed_with_sigkill(src, spawn=spawn)
+    assert len(ran) == 2, f"koma and its tool: {ran}"
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -453,8 +449,8 @@ def run_threads_main():
 def check_threads(r: subprocess.CompletedProcess[str]) -> None:
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
-    # Where a child's exit is not watched through a pidfd, a thread of its own watches it.
-    watched = os.environ.get("KOMA_SDK_SPAWN") in ("portable", "no-pidfd")
+    # Where the reactor cannot watch a child's exit, a thread of its own watches it.
+    watched = exit_watched_by_thread()
     running = sorted(["koma-io", "koma-io", "koma-spawner"] + (["koma-exit-watch"] if watched else []))
     assert (out["before"], out["made"]) == ([], []), f"nothing starts before the first call: {out}"
     assert out["running"] == running, out

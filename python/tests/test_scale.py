@@ -6,14 +6,22 @@ start from a clean process."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import FOREVER, RUN_MAIN, first_line, last_json, run_python, running, script, sim_env, wait_gone
+from helpers import (
+    FOREVER,
+    RUN_MAIN,
+    exit_watched_by_thread,
+    killed_with_sigkill,
+    lacks_parent_death,
+    last_json,
+    run_python,
+    running,
+    script,
+    sim_env,
+)
 
 SPAWNS = ["default", "no-pidfd", "portable"]
 
@@ -29,13 +37,7 @@ def spawn_env(spawn: str) -> dict[str, str]:
     return {} if spawn == "default" else {"KOMA_SDK_SPAWN": spawn}
 
 
-@pytest.mark.parametrize(
-    "spawn",
-    [
-        "default",
-        "no-pidfd",
-    ],
-)
+@pytest.mark.parametrize("spawn", SPAWNS)
 def test_the_threads_stay_few_and_constant_from_1_to_200_clients(home: Path, spawn: str) -> None:
     r = run_python(
         RAISE_NOFILE
@@ -63,7 +65,8 @@ asyncio.run(main())
     assert r.returncode == 0, r.stderr
     out = last_json(r.stdout)
     assert out["with_one"] <= 8, f"threads added with 1 client: {out}"
-    if spawn == "default":
+    if not exit_watched_by_thread(spawn):
+        # Every exit is watched by the reactor (a pidfd, or a kqueue on macOS).
         assert out["with_many"] == out["with_one"], f"threads added with 201 clients: {out}"
     else:
         # Without pidfds each child's exit is watched by a thread of its own.
@@ -71,33 +74,30 @@ asyncio.run(main())
     assert out["after"] <= out["with_one"], f"after close, no thread of a client is left: {out}"
 
 
+@pytest.mark.skipif(lacks_parent_death() is not None, reason=str(lacks_parent_death()))
+@pytest.mark.parametrize("spawn", ["default", "portable"])
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])
-def test_200_clients_open_and_python_killed_with_sigkill_leaves_no_koma(home: Path, loop: str) -> None:
+def test_200_clients_open_and_python_killed_with_sigkill_leaves_no_koma_nor_tool(
+    home: Path, loop: str, spawn: str
+) -> None:
     gather = {
         "asyncio": "await asyncio.gather(*(c.probe() for c in clients))",
         "trio": "async with trio.open_nursery() as n:\n        for c in clients:\n            n.start_soon(c.probe)",
     }[loop]
+    # Each koma-sim ignores the end of its stdin, and has a tool in its group.
     src = script(
         RAISE_NOFILE
         + f"""
 async def main():
-    clients = [Client(SIM, env={sim_env(home)!r}) for _ in range(200)]
+    clients = [Client(SIM, env={sim_env(home, faults="ignore_eof,spawn_tool")!r}) for _ in range(200)]
     {gather}
     print(json.dumps([c.pid for c in clients]), flush=True)
     {FOREVER[loop]}
 {RUN_MAIN[loop]}
 """
     )
-    p = subprocess.Popen([sys.executable, "-c", src], stdout=subprocess.PIPE, text=True)
-    try:
-        pids = [int(x) for x in json.loads(first_line(p, seconds=120))]
-        assert len(pids) == 200 and all(running(pid) for pid in pids), "all 200 run"
-    finally:
-        p.kill()
-        p.wait()
-        assert p.stdout is not None
-        p.stdout.close()
-    wait_gone(pids, "koma after its Python was killed", seconds=60)
+    ran = killed_with_sigkill(src, spawn=spawn, bound=120)
+    assert len(ran) == 400, f"200 komas and their tools ran: {len(ran)}"
 
 
 @pytest.mark.parametrize("spawn", SPAWNS)

@@ -2,8 +2,7 @@
 //! spawn mode (`auto::`, `no_pidfd::`, `portable::`): what the child gets
 //! (its arguments, the environment, a process group of its own), how the exit
 //! is watched, the words of a failed launch (the same on both spawn paths),
-//! and, on Linux's clone path only, that koma dies with the process that
-//! started it.
+//! and that koma dies with the process that started it.
 
 mod common;
 
@@ -29,9 +28,10 @@ in_every_mode! {
         a_directory_says_it_is_a_directory,
         an_executable_with_arguments_in_it_says_they_are_not_split,
         a_file_that_cannot_run_is_refused_and_no_shell_runs_it,
+        // The parent-death signal on Linux's clone path, the guard on every path.
+        koma_dies_with_the_process_that_started_it,
     ],
-    // No parent-death signal on the portable path.
-    linux_only: [koma_dies_with_the_process_that_started_it],
+    linux_only: [],
 }
 
 /// A directory of this test's own, removed when dropped.
@@ -96,9 +96,10 @@ fn the_exit_is_watched_as_the_mode_says(mode: SpawnMode) {
     let watchers = || thread_names().iter().filter(|n| *n == "koma-exit-watch").count();
     let mut c = Client::sim_in(mode, &[]);
     assert_eq!(c.call("state", None).unwrap()["status"], "idle");
-    // A kernel with pidfds gives `Auto` one; the other modes never have one.
+    // A kernel with pidfds gives `Auto` one from the clone and `Portable` one
+    // from pidfd_open, both watched by the reactor; `NoPidfd` has none.
     let kernel_has_pidfds = pidfd_open(std::process::id() as i32).is_some();
-    let pidfd = mode == SpawnMode::Auto && kernel_has_pidfds;
+    let pidfd = mode != SpawnMode::NoPidfd && kernel_has_pidfds;
     assert_eq!(c.conn.has_pidfd(), Some(pidfd));
     assert_eq!(watchers(), usize::from(!pidfd), "a thread watches the exit exactly when there is no pidfd");
     c.close();
@@ -284,5 +285,5 @@ fn koma_dies_with_the_process_that_started_it(mode: SpawnMode) {
         pidfd_signal(&koma, libc::SIGKILL);
     }
     drop(pipes);
-    assert!(died, "koma outlived the process that started it (no parent-death signal)");
+    assert!(died, "koma outlived the process that started it (no parent-death signal, no guard)");
 }

@@ -1,5 +1,6 @@
 //! The core's threads (the runtime's two `koma-io` workers, `koma-spawner`,
-//! and, without a pidfd, a `koma-exit-watch` per child) run only while a
+//! and, where the exit cannot be watched by the reactor, a
+//! `koma-exit-watch` per child) run only while a
 //! client needs them: none before the first call, none once the last client
 //! is closed, counted from /proc/self/task right after its close completes
 //! (no pause), and back with the next client. Each test runs once per spawn
@@ -33,9 +34,10 @@ in_every_mode! {
 }
 
 /// The threads of one running client: the runtime's two workers and the
-/// spawner, and, where the exit is not watched through a pidfd, a thread for that.
+/// spawner, and, where the exit is not watched through a pidfd (the clone's,
+/// or `pidfd_open`'s on the portable path), a thread for that.
 fn with_one(mode: SpawnMode) -> Vec<String> {
-    let pidfd = mode == SpawnMode::Auto && pidfd_open(std::process::id() as i32).is_some();
+    let pidfd = mode != SpawnMode::NoPidfd && pidfd_open(std::process::id() as i32).is_some();
     let mut names = vec!["koma-io".to_owned(), "koma-io".to_owned(), "koma-spawner".to_owned()];
     if !pidfd {
         names.push("koma-exit-watch".to_owned());

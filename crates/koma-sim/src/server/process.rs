@@ -100,9 +100,11 @@ pub fn stderr_flood() {
     let _ = e.flush();
 }
 
-/// `ignore_eof`: sleeps until killed.
+/// `ignore_eof`: sleeps until killed, also once its client is gone (a
+/// failed write to stderr, which `eprintln!` would turn into a panic, is
+/// left unsaid).
 pub fn stay_alive() -> ! {
-    eprintln!("koma-sim: stdin closed; staying alive (ignore_eof)");
+    let _ = writeln!(std::io::stderr().lock(), "koma-sim: stdin closed; staying alive (ignore_eof)");
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
 use super::prepared::Prepared;
-use super::raw_spawn::RawSpawn;
+use super::raw_spawn::{ExitWatch, RawSpawn};
 use super::wait::wait_exited;
 
 /// Stdout's pipe holds this much (the default is 64 KiB): a streaming child
@@ -173,7 +173,11 @@ pub(crate) fn spawn(options: &LaunchOptions, stack: &mut ChildStack, pidfd: bool
         libc::fcntl(stdout_r.as_raw_fd(), libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
     }
     drop(prepared);
-    Ok(RawSpawn { pid, pidfd, stdin: stdin_w, stdout: stdout_r, stderr: stderr_r })
+    let exit = match pidfd {
+        Some(fd) => ExitWatch::Pidfd(fd),
+        None => ExitWatch::Thread,
+    };
+    Ok(RawSpawn { pid, exit, stdin: stdin_w, stdout: stdout_r, stderr: stderr_r, guarded: None })
 }
 
 /// The clone itself, with every signal blocked on this thread around it (the

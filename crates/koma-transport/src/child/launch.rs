@@ -21,7 +21,7 @@ pub struct Spawned {
 /// within the I/O runtime whose lease gave `spawner` (see `runtime`).
 pub async fn launch(spawner: &Spawner, options: LaunchOptions) -> Result<Spawned, LaunchError> {
     let raw = spawner.spawn(options).await?;
-    Process::new(raw.pid, raw.pidfd)
+    Process::new(raw.pid, raw.exit, raw.guarded)
         .map(|process| Spawned { process, stdin: raw.stdin, stdout: raw.stdout, stderr: raw.stderr })
         .map_err(|e| LaunchError::Other(format!("could not watch the child: {e}")))
 }

@@ -8,18 +8,24 @@
 //! - `launch_error`: why a launch failed, and its message ([`LaunchError`]);
 //! - `exit`: how the child ended ([`ExitInfo`]);
 //! - `search`: where the executable is looked for, as `execvp` does;
+//! - `registration`: a child's group registered with the guard;
 //! - `raw_spawn`: a child as a spawn path hands it over;
 //! - `wait`: its exit, seen without reaping it, and the reap;
+//! - `exit_fd`: a descriptor readable at a child's exit, for the reactor
+//!   (`pidfd_open` on Linux, a kqueue on macOS);
 //! - `prepared` and `clone` (Linux): the vfork-style spawn, `clone` with
 //!   `CLONE_VM | CLONE_VFORK` and, in `Auto` mode, `CLONE_PIDFD`;
 //! - `portable`: the spawn every Unix has (`posix_spawn`, through std);
-//! - `spawner`: the one thread that starts every child of this process while
-//!   the I/O threads run, and ends only once each of them is reaped, so that
-//!   Linux's `PR_SET_PDEATHSIG` (which fires when the *thread* that forked
-//!   the child ends) fires only when this process dies;
 //! - `process`: a launched child ([`Process`]): its exit seen without
 //!   reaping it, signals through its pidfd (else by pid), its process group
 //!   signalled only while it is unreaped;
+//! - `guard` (Unix): the process that kills every child's group when this
+//!   process dies, however it dies (one per run of the I/O threads);
+//! - `spawner`: the one thread that starts every child of this process while
+//!   the I/O threads run, and ends only once each of them is reaped, so that
+//!   Linux's `PR_SET_PDEATHSIG` (which fires when the *thread* that forked
+//!   the child ends) fires only when this process dies; it hands each child
+//!   to its caller's hook first (on Unix, its registration with the guard);
 //! - `launch`: [`launch`], which returns the [`Spawned`] child;
 //! - `windows`: the same on Windows (a Job Object for koma's tree, named
 //!   pipes, npm's `.cmd` shims run without a shell), in a folder of its own.
@@ -27,6 +33,10 @@
 #[cfg(target_os = "linux")]
 mod clone;
 mod exit;
+#[cfg(unix)]
+mod exit_fd;
+#[cfg(unix)]
+pub(crate) mod guard;
 #[cfg(unix)]
 mod launch;
 mod launch_error;
@@ -39,6 +49,8 @@ mod prepared;
 pub mod process;
 #[cfg(unix)]
 mod raw_spawn;
+#[cfg(unix)]
+mod registration;
 #[cfg(unix)]
 mod search;
 pub mod spawner;

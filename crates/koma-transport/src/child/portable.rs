@@ -15,8 +15,13 @@ use std::process::{Command, Stdio};
 
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
-use super::raw_spawn::RawSpawn;
+use super::raw_spawn::{ExitWatch, RawSpawn};
 use super::search::Search;
+
+/// Held around each spawn, where a socket cannot be made close-on-exec as
+/// it is made: a socket made meanwhile is not inherited by the child.
+#[cfg(not(target_os = "linux"))]
+pub(crate) static SPAWNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub(crate) fn spawn(options: &LaunchOptions) -> Result<RawSpawn, LaunchError> {
     let cwd = match &options.cwd {
@@ -58,6 +63,10 @@ fn spawn_at(options: &LaunchOptions, path: &Path, cwd: Option<&Path>) -> io::Res
     // Added to the parent's environment, which the child inherits.
     cmd.envs(options.env.iter().map(|(k, v)| (k, v)));
     let mut child = {
+        // Where a descriptor cannot be made close-on-exec as it is made, the
+        // guard's socket is made under this lock (see `guard.rs`).
+        #[cfg(not(target_os = "linux"))]
+        let _no_pair = SPAWNS.lock().unwrap_or_else(|p| p.into_inner());
         let _mask = EmptySignalMask::set();
         cmd.spawn()?
     };
@@ -68,7 +77,12 @@ fn spawn_at(options: &LaunchOptions, path: &Path, cwd: Option<&Path>) -> io::Res
     };
     // `Process` reaps it; the standard library's handle does nothing when dropped.
     drop(child);
-    Ok(RawSpawn { pid, pidfd: None, stdin: stdin.into(), stdout: stdout.into(), stderr: stderr.into() })
+    // Opened while the child is unreaped, so it names this child.
+    let exit = match super::exit_fd::open(pid) {
+        Some(fd) => ExitWatch::Fd(fd),
+        None => ExitWatch::Thread,
+    };
+    Ok(RawSpawn { pid, exit, stdin: stdin.into(), stdout: stdout.into(), stderr: stderr.into(), guarded: None })
 }
 
 /// `cwd`, absolute, if it is a directory (as far as a look can tell).
@@ -93,10 +107,10 @@ fn executable_error(options: &LaunchOptions, search: &Search, error: io::Error) 
 /// The child inherits the spawning thread's signal mask (the standard
 /// library leaves it as it is): empty it for the spawn, as the clone path
 /// empties its child's.
-struct EmptySignalMask(libc::sigset_t);
+pub(crate) struct EmptySignalMask(libc::sigset_t);
 
 impl EmptySignalMask {
-    fn set() -> Self {
+    pub(crate) fn set() -> Self {
         // SAFETY: sigemptyset and pthread_sigmask on sets of our own (plain
         // data); the old mask is kept to be put back.
         unsafe {

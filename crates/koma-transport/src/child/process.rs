@@ -4,14 +4,17 @@
 //! process group id, cannot be reused while the process is unreaped (a zombie
 //! still holds its pid). So koma is signalled through its pidfd (which names
 //! that process and no other), and its group only while koma is unreaped:
-//! the exit is seen with `WNOWAIT`, the group is stopped, and then it is
-//! reaped, under the same lock that every signal takes.
+//! the exit is seen with `WNOWAIT`, the group is stopped, its registration
+//! with the guard is dropped (see `guard.rs`), and then it is reaped, under
+//! the same lock that every signal takes.
 //!
-//! On Linux the exit is watched by putting the pidfd (readable once the
-//! process has exited) into tokio's reactor: no thread per child. Without a
-//! pidfd (a kernel before 5.3, `SpawnMode::NoPidfd` or `Portable`, a system
-//! other than Linux), one thread per child blocks in `waitid(WNOWAIT)`
-//! instead, and koma is signalled by pid while unreaped.
+//! The exit is watched by putting a descriptor that becomes readable at the
+//! exit into tokio's reactor: no thread per child. On Linux's clone path it
+//! is the pidfd the clone gave; on the portable path, a pidfd from
+//! `pidfd_open` (Linux) or a kqueue of the child's `NOTE_EXIT` (macOS), see
+//! `exit_fd.rs`. Without either (a kernel before 5.3, `SpawnMode::NoPidfd`),
+//! one thread per child blocks in `waitid(WNOWAIT)` instead. Without a
+//! pidfd from the clone, koma is signalled by pid while unreaped.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -20,13 +23,19 @@ use std::sync::Mutex;
 use tokio::sync::watch;
 
 use super::exit::ExitInfo;
+use super::raw_spawn::ExitWatch;
+use super::registration::Registration;
 use super::wait::{kill_and_reap, wait_exited};
 use crate::tid;
 
 enum Watch {
-    /// The pidfd, registered with the reactor.
-    #[cfg(target_os = "linux")]
-    Pidfd(tokio::io::unix::AsyncFd<OwnedFd>),
+    /// A descriptor readable at the exit, registered with the reactor:
+    /// with `signals`, the pidfd from the clone, which signals go through.
+    Fd {
+        fd: tokio::io::unix::AsyncFd<OwnedFd>,
+        #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+        signals: bool,
+    },
     /// A thread that reports the exit (fallback); joined at the reap. It
     /// gives its id (see `tid.rs`) as it ends.
     Thread { exit: watch::Receiver<Option<ExitInfo>>, thread: Mutex<Option<std::thread::JoinHandle<i32>>> },
@@ -37,35 +46,35 @@ pub struct Process {
     watch: Watch,
     /// True once reaped: from then on neither the pid nor the group is signalled.
     reaped: Mutex<bool>,
+    /// Its group's registration with the guard, dropped before the reap.
+    guarded: Mutex<Option<Registration>>,
 }
 
 impl Process {
-    /// Must be called within the I/O runtime (a pidfd is registered with its
-    /// reactor). On failure the child is stopped and reaped.
-    pub(crate) fn new(pid: i32, pidfd: Option<OwnedFd>) -> io::Result<Self> {
-        let watch = match pidfd {
-            #[cfg(target_os = "linux")]
-            Some(fd) => Self::watch_pidfd(pid, fd)?,
-            #[cfg(not(target_os = "linux"))]
-            Some(_) => unreachable!("only Linux has pidfds"),
-            None => Self::watch_thread(pid)?,
+    /// Must be called within the I/O runtime (a descriptor is registered with
+    /// its reactor). On failure the child is stopped and reaped.
+    pub(crate) fn new(pid: i32, exit: ExitWatch, guarded: Option<Registration>) -> io::Result<Self> {
+        let watch = match exit {
+            ExitWatch::Pidfd(fd) => Self::watch_fd(fd, true),
+            ExitWatch::Fd(fd) => Self::watch_fd(fd, false),
+            ExitWatch::Thread => Self::watch_thread(pid),
         };
-        Ok(Process { pid, watch, reaped: Mutex::new(false) })
+        match watch {
+            Ok(watch) => Ok(Process { pid, watch, reaped: Mutex::new(false), guarded: Mutex::new(guarded) }),
+            Err(e) => {
+                kill_and_reap(pid, || drop(guarded));
+                Err(e)
+            }
+        }
     }
 
-    #[cfg(target_os = "linux")]
-    fn watch_pidfd(pid: i32, fd: OwnedFd) -> io::Result<Watch> {
+    fn watch_fd(fd: OwnedFd, signals: bool) -> io::Result<Watch> {
         use tokio::io::unix::AsyncFd;
         use tokio::io::Interest;
         // SAFETY: the AsyncFd owns the OwnedFd, which stays open and the
         // same descriptor until the AsyncFd drops.
-        match unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
-            Ok(fd) => Ok(Watch::Pidfd(fd)),
-            Err(e) => {
-                kill_and_reap(pid);
-                Err(e.into_parts().1)
-            }
-        }
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(|e| e.into_parts().1)?;
+        Ok(Watch::Fd { fd, signals })
     }
 
     fn watch_thread(pid: i32) -> io::Result<Watch> {
@@ -80,10 +89,7 @@ impl Process {
                 name_now(&t);
                 Ok(Watch::Thread { exit, thread: Mutex::new(Some(t)) })
             }
-            Err(e) => {
-                kill_and_reap(pid); // no way to watch it
-                Err(e)
-            }
+            Err(e) => Err(e), // no way to watch it: stopped and reaped by `new`
         }
     }
 
@@ -91,7 +97,8 @@ impl Process {
         self.pid as u32
     }
 
-    /// Whether koma is watched through a pidfd (else by a thread of its own).
+    /// Whether koma's exit is watched by the reactor, through a pidfd or
+    /// another exit descriptor (else by a thread of its own).
     pub fn has_pidfd(&self) -> bool {
         !matches!(self.watch, Watch::Thread { .. })
     }
@@ -109,7 +116,7 @@ impl Process {
         match &self.watch {
             #[cfg(target_os = "linux")]
             // SAFETY: pidfd_send_signal on our own pidfd, with no siginfo.
-            Watch::Pidfd(fd) => unsafe {
+            Watch::Fd { fd, signals: true } => unsafe {
                 use std::os::fd::AsRawFd;
                 libc::syscall(
                     libc::SYS_pidfd_send_signal,
@@ -120,7 +127,7 @@ impl Process {
                 );
             },
             // SAFETY: kill(2) on our own child while it is unreaped (its pid is still its own).
-            Watch::Thread { .. } => unsafe {
+            _ => unsafe {
                 libc::kill(self.pid, signal);
             },
         }
@@ -148,8 +155,7 @@ impl Process {
     /// Wait until koma has exited, without reaping it.
     pub async fn exited(&self) -> ExitInfo {
         match &self.watch {
-            #[cfg(target_os = "linux")]
-            Watch::Pidfd(fd) => loop {
+            Watch::Fd { fd, .. } => loop {
                 let Ok(mut ready) = fd.readable().await else {
                     // The reactor is gone (the runtime is shutting down): ask directly.
                     return wait_exited(self.pid, true);
@@ -174,12 +180,14 @@ impl Process {
     /// may be reused, so nothing is signalled any more.
     pub fn reap(&self) -> ExitInfo {
         let mut reaped = self.reaped.lock().unwrap_or_else(|p| p.into_inner());
+        // Unregistered while the group id is still koma's: a guard acting
+        // from now on cannot reach a group that has been given to another.
+        drop(self.guarded.lock().unwrap_or_else(|p| p.into_inner()).take());
         let info = wait_exited(self.pid, false);
         *reaped = true;
         drop(reaped);
         match &self.watch {
-            #[cfg(target_os = "linux")]
-            Watch::Pidfd(_) => {}
+            Watch::Fd { .. } => {}
             Watch::Thread { thread, .. } => {
                 if let Some(t) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
                     if let Ok(id) = t.join() {

@@ -28,11 +28,11 @@ use tokio::sync::oneshot;
 use super::launch_error::LaunchError;
 use super::options::LaunchOptions;
 #[cfg(unix)]
-use super::raw_spawn::RawSpawn;
+pub(crate) use super::raw_spawn::RawSpawn;
 #[cfg(unix)]
 use super::wait::kill_and_reap;
 #[cfg(windows)]
-use super::windows::spawn::RawSpawn;
+pub(crate) use super::windows::spawn::RawSpawn;
 
 struct Request {
     options: LaunchOptions,
@@ -57,22 +57,30 @@ pub(crate) struct SpawnerThread {
     thread: JoinHandle<()>,
 }
 
-/// Start the spawner thread; `on_start` runs first on it.
-pub(crate) fn start(on_start: impl FnOnce() + Send + 'static) -> io::Result<(Spawner, SpawnerThread)> {
+/// Start the spawner thread; `on_start` runs first on it. `started` is given
+/// each child as soon as it is started, before anything else (on Unix: its
+/// group's registration with the guard, see `guard.rs`).
+pub(crate) fn start(
+    on_start: impl FnOnce() + Send + 'static,
+    started: impl FnMut(&mut RawSpawn) + Send + 'static,
+) -> io::Result<(Spawner, SpawnerThread)> {
     let (queue, rx) = mpsc::channel::<Message>();
     let thread = std::thread::Builder::new().name("koma-spawner".into()).spawn(move || {
         on_start();
-        run(rx)
+        run(rx, started)
     })?;
     Ok((Spawner { queue: queue.clone() }, SpawnerThread { queue, thread }))
 }
 
-fn run(rx: mpsc::Receiver<Message>) {
+fn run(rx: mpsc::Receiver<Message>, mut started: impl FnMut(&mut RawSpawn)) {
     let mut paths = Paths::default();
     for message in rx {
         match message {
             Message::Spawn(req) => {
-                let r = paths.spawn(&req.options);
+                let r = paths.spawn(&req.options).map(|mut raw| {
+                    started(&mut raw);
+                    raw
+                });
                 // The caller may be gone (its client closed meanwhile): nothing else
                 // will supervise this child, so stop and reap it now.
                 if let Err(Ok(orphan)) = req.reply.send(r) {
@@ -87,10 +95,12 @@ fn run(rx: mpsc::Receiver<Message>) {
     }
 }
 
-/// A child nothing will supervise: stopped (with its group, or its job) and reaped.
+/// A child nothing will supervise: stopped (with its group, or its job) and
+/// reaped; its group unregistered from the guard before the reap.
 #[cfg(unix)]
 fn abandon(orphan: RawSpawn) {
-    kill_and_reap(orphan.pid);
+    let RawSpawn { pid, guarded, .. } = orphan;
+    kill_and_reap(pid, || drop(guarded));
 }
 
 #[cfg(windows)]

@@ -25,8 +25,8 @@ pub(crate) fn wait_exited(pid: i32, peek: bool) -> ExitInfo {
     }
 }
 
-/// The exit, if `pid` has exited (without reaping it). Only the pidfd watch asks.
-#[cfg(target_os = "linux")]
+/// The exit, if `pid` has exited (without reaping it). Only the watch by a
+/// descriptor asks.
 pub(crate) fn try_exited(pid: i32) -> Option<ExitInfo> {
     // SAFETY: as in `wait_exited`, with WNOHANG.
     let (rc, info) = unsafe {
@@ -57,12 +57,14 @@ fn exit_info(info: &libc::siginfo_t) -> ExitInfo {
 }
 
 /// Stop a child of ours that nothing else will supervise (its group too) and
-/// reap it: it is unreaped until then, so its ids are its own.
-pub(crate) fn kill_and_reap(pid: i32) {
+/// reap it: it is unreaped until then, so its ids are its own. `before_reap`
+/// runs between the two (where the group's registration with the guard goes).
+pub(crate) fn kill_and_reap(pid: i32, before_reap: impl FnOnce()) {
     // SAFETY: kill(2) on our own unreaped child (pid > 0) and the group it leads.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
         libc::kill(pid, libc::SIGKILL);
     }
+    before_reap();
     wait_exited(pid, false);
 }

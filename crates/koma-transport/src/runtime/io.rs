@@ -1,6 +1,8 @@
 //! One run of the I/O threads: the runtime's two workers (`koma-io`) and the
 //! spawner thread (`koma-spawner`), started together for the first lease and
-//! ended together after the last (see `threads.rs`).
+//! ended together after the last (see `threads.rs`), with the guard process
+//! that kills the children's groups if this process dies (see
+//! `child/guard.rs`): started before them, ended and reaped after them.
 //!
 //! The start returns once each thread runs (under its name): from then on
 //! the process lists exactly these threads. The end is the spawner's last
@@ -15,6 +17,8 @@ use std::thread::JoinHandle;
 
 use tokio::runtime::{Handle, Runtime};
 
+#[cfg(unix)]
+use crate::child::guard::Guard;
 use crate::child::spawner::{self, Spawner, SpawnerThread};
 use crate::tid;
 
@@ -58,6 +62,8 @@ pub(super) struct Io {
     runtime: Runtime,
     spawner: Result<(Spawner, SpawnerThread), String>,
     tids: Tids,
+    #[cfg(unix)]
+    guard: Arc<Guard>,
 }
 
 /// A run whose end has been asked for: what to wait for.
@@ -65,6 +71,9 @@ pub(super) struct Stopping {
     /// The spawner thread, which ends after the workers (`None` if it had ended before).
     spawner: Option<JoinHandle<()>>,
     tids: Tids,
+    /// Told to end: exits once it has read the end of its input.
+    #[cfg(unix)]
+    guard: Arc<Guard>,
 }
 
 /// Runs first on each thread of a run (named by then).
@@ -88,13 +97,32 @@ impl Io {
             .enable_all()
             .build()
             .expect("tokio runtime");
+        #[cfg(unix)]
+        let guard = Guard::start(runtime.handle().clone());
+        #[cfg(unix)]
+        runtime.spawn(guard.clone().watch());
+        // Each child's group, registered with the guard before anything else:
+        // from then on this process's death takes the group with it.
+        #[cfg(unix)]
+        let spawned = {
+            let guard = guard.clone();
+            move |raw: &mut crate::child::spawner::RawSpawn| raw.guarded = Some(guard.register(raw.pid))
+        };
+        #[cfg(windows)]
+        let spawned = |_: &mut crate::child::spawner::RawSpawn| {}; // koma's Job Object does it there
         let on_spawner = tids.clone();
-        let spawner = spawner::start(move || started(&on_spawner))
+        let spawner = spawner::start(move || started(&on_spawner), spawned)
             .map_err(|e| format!("could not start the spawner thread: {e}"));
         // The runtime starts its workers as it is built; each thread is named
         // by the time it runs `started`.
         tids.wait_for(WORKERS + usize::from(spawner.is_ok()));
-        Io { runtime, spawner, tids }
+        Io {
+            runtime,
+            spawner,
+            tids,
+            #[cfg(unix)]
+            guard,
+        }
     }
 
     pub fn handle(&self) -> Handle {
@@ -109,19 +137,35 @@ impl Io {
     /// Call it only when no connection holds a lease: every child the
     /// spawner started has then been reaped.
     pub fn stop(self) -> Stopping {
+        #[cfg(unix)]
+        let Io { runtime, spawner, tids, guard } = self;
+        #[cfg(windows)]
         let Io { runtime, spawner, tids } = self;
+        // No child is left to guard: it may begin to exit now.
+        #[cfg(unix)]
+        guard.close();
         let ended = match spawner {
             Ok((_, thread)) => thread.end(runtime),
             Err(_) => Err(runtime),
         };
         match ended {
-            Ok(spawner) => Stopping { spawner: Some(spawner), tids },
+            Ok(spawner) => Stopping {
+                spawner: Some(spawner),
+                tids,
+                #[cfg(unix)]
+                guard,
+            },
             Err(runtime) => {
                 // No spawner thread to drop it: end the workers without
                 // waiting for them (dropping it here could be a worker's wait
                 // for itself). Their ids are still waited for.
                 runtime.shutdown_background();
-                Stopping { spawner: None, tids }
+                Stopping {
+                    spawner: None,
+                    tids,
+                    #[cfg(unix)]
+                    guard,
+                }
             }
         }
     }
@@ -138,5 +182,8 @@ impl Stopping {
         for t in std::mem::take(&mut *self.tids.lock()) {
             tid::wait_gone(t);
         }
+        // It exits as soon as it reads the end of its input.
+        #[cfg(unix)]
+        self.guard.reap();
     }
 }
