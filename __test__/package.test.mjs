@@ -78,7 +78,8 @@ test("the published packages install offline in a fresh folder and work there", 
     .sort();
   assert.deepEqual(platFiles, ["LICENSE", "README.md", `koma-sdk.${host.abi}.node`, "koma-sim", "package.json"]);
   assert.match(release.checkMain(main, { targets }), /no binary/);
-  assert.match(release.checkPlatform(plat, host), /koma-sim \(elf|koma-sim \(macho/);
+  // The checkout's own build, linked against this machine's glibc: the floor is release:dry's check of the release build.
+  assert.match(release.checkPlatform(plat, host, { glibcFloor: false }), /koma-sim \(elf|koma-sim \(macho/);
 
   const app = install(work, [main, plat]);
   const run = runner(app);
@@ -258,6 +259,19 @@ test("the checks of a tarball catch a package with the wrong contents", { timeou
     return { target, tgz: release.pack(dir, join(work, abi)) };
   };
   if (host.libc === "glibc") {
+    // The checkout's own build, as its own package: the glibc floor refuses it
+    // when it asks for a newer GLIBC_ version than the floor (it is linked
+    // against this machine's glibc, not the floor's: 2.34 on Debian 12).
+    const own = mislabel(host.abi);
+    const asked = release.inspectBinary(readFileSync(join(root, `koma-sdk.${host.abi}.node`))).glibc;
+    if (release.compareGlibc(asked, release.GLIBC_FLOOR) > 0)
+      assert.throws(
+        () => release.checkPlatform(own.tgz, own.target),
+        new RegExp(
+          `is not for ${host.abi}: it asks for GLIBC_${asked.replace(".", "\\.")}, newer than the floor, glibc ${release.GLIBC_FLOOR.replace(".", "\\.")}`,
+        ),
+      );
+    else assert.match(release.checkPlatform(own.tgz, own.target), /at most \(floor/);
     const musl = mislabel(host.abi.replace(/-gnu$/, "-musl"));
     assert.throws(() => release.checkPlatform(musl.tgz, musl.target), /is not for linux-\w+-musl: C library glibc .*not musl/);
   }
