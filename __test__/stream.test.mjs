@@ -10,13 +10,12 @@ import { simClient } from "./helpers.mjs";
 
 const require = createRequire(import.meta.url);
 const { Cursor, Loops, clientStream } = require("../lib/stream.js");
-
-const REVOCABLE = 1;
-const KEPT = 2;
+// How a batch counts: the core's numbers (its `Counting::KINDS`), as the addon gives them.
+const { UNCOUNTED, REVOCABLE, KEPT } = require("../binding.js").__counterLayout();
 
 /** A stream over a queue of what `pull` returns, with shared counters in a permuted layout. */
 function harness({ end } = {}) {
-  const layout = { EPOCH: 2, TAKEN: 0, BATCH_EPOCH: 1, TAKEN_BYTES: 3, BATCH_COUNTING: 4, STRIDE: 4 };
+  const layout = { EPOCH: 2, TAKEN: 0, BATCH_EPOCH: 1, TAKEN_BYTES: 3, BATCH_COUNTING: 4, STRIDE: 4, UNCOUNTED, REVOCABLE, KEPT };
   const buffer = new ArrayBuffer(20);
   const shared = new Int32Array(buffer);
   shared[layout.BATCH_COUNTING] = REVOCABLE;
@@ -99,7 +98,7 @@ test("a kept batch is handed out whole across an overflow, uncounted after it; a
   assert.equal((await it.next()).value.seq, 2, "kept: still handed out");
   assert.equal((await it.next()).value.seq, 3);
   assert.equal(h.shared[h.layout.TAKEN], 1, "only the event taken before the overflow counted");
-  h.shared[h.layout.BATCH_COUNTING] = 0;
+  h.shared[h.layout.BATCH_COUNTING] = UNCOUNTED;
   h.shared[h.layout.BATCH_EPOCH] = 1;
   h.queue.push([...ev(4), ...ev(5)]);
   assert.equal((await it.next()).value.seq, 4);
