@@ -76,7 +76,7 @@ const PLAN = {
   "x86_64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "aarch64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "x86_64-pc-windows-msvc": {
-    builds: "addon, testing addon, koma-sim.exe (as x86_64-pc-windows-gnu, mingw-w64); no wheel (the Python host's wake is Unix-only)",
+    builds: "addon, testing addon, koma-sim.exe, win_amd64 wheel (as x86_64-pc-windows-gnu, mingw-w64)",
     runs: "under wine in Windows Node 22: the Node suite, examples/run.mjs, the Windows-only tests, the hard kill (scripts/platforms/wine.mjs)",
   },
 };
@@ -178,7 +178,7 @@ async function main() {
       }
       if (target.windows) tools.apt(["wine64", "wine"]);
       const bin = t.buildNode(target, venvBin);
-      const wheel = target.windows ? null : t.buildWheel(target, venvBin);
+      const wheel = t.buildWheel(target, venvBin);
       console.log(`  built ${bin.addon}, ${bin.sim}${wheel ? `, ${wheel}` : ""}`);
       if (target.macos) {
         const tests = t.buildTests(target, venvBin);
@@ -198,7 +198,7 @@ async function main() {
         row.failed = [...node.failed, ...py.failed];
       } else if (target.windows) {
         const testing = t.buildTestingAddon(target, venvBin);
-        const r = await wine.windowsSuite({ ...bin, testing }, t.outDir(target));
+        const r = await wine.windowsSuite({ ...bin, testing }, t.outDir(target), wheel);
         Object.assign(row, { ran: r.ran, result: r.result, ok: r.ok, failed: r.failed });
       } else if (triple.endsWith("-musl")) {
         const r = await runs.muslTurn(target, bin);
@@ -256,7 +256,7 @@ async function main() {
     show(rows.at(-1));
     if (ok) {
       mkdirSync(join(out, "wheels"), { recursive: true });
-      for (const x of built.filter((b) => !b.windows)) {
+      for (const x of built) {
         const dir = join(t.outDir(x), "wheel");
         for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(out, "wheels", f));
       }

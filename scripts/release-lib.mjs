@@ -393,7 +393,40 @@ export function checkPE(data, target, kind, problems, also = []) {
   if (foreign.length) problems.push(`imports DLLs that are not Windows' own: ${foreign.join(", ")}`);
   if (kind === "shared" && !p.exports.includes("napi_register_module_v1"))
     problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
+  if (kind === "python" && (!p.dll || !p.exports.includes("PyInit__native")))
+    problems.push("is not a DLL exporting PyInit__native (the module's entry point)");
   return { ...p, imports: [...new Set(p.imports.map((d) => d.toLowerCase()))] };
+}
+
+/**
+ * The Windows wheel's two PE files, read from the wheel: the module (a DLL
+ * exporting PyInit__native, importing Windows' own DLLs and python3.dll,
+ * the stable ABI's, only) and koma-sim.exe (a console program). Throws with
+ * every problem; a line saying what was checked.
+ */
+export function checkWheelPE(wheel, target) {
+  const read = (name) => {
+    const r = spawnSync(
+      "python3",
+      ["-c", "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))", wheel, name],
+      { maxBuffer: 256 << 20 },
+    );
+    if (r.status !== 0) throw new Error(`${basename(wheel)}: cannot read ${name}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const lines = [];
+  const problems = [];
+  for (const [name, kind, also] of [
+    ["koma_sdk/_native.pyd", "python", ["python3.dll"]],
+    ["koma_sdk/bin/koma-sim.exe", "executable", []],
+  ]) {
+    const mine = [];
+    const p = checkPE(read(name), target, kind, mine, also);
+    problems.push(...mine.map((m) => `${name}: ${m}`));
+    lines.push(`${name} (pe ${p.cpu}, imports ${p.imports.join(" ")})`);
+  }
+  if (problems.length) throw new Error(`${basename(wheel)}: ${problems.join("; ")}`);
+  return lines.join("; ");
 }
 
 // ---------------------------------------------------------------- checks

@@ -173,6 +173,8 @@ export function buildTestingAddon(target, venvBin) {
  * The wheel for `target` (release, abi3): koma-sim built stripped and copied
  * into python/koma_sdk/bin/ (as the package's backend does for the machine's
  * own target), then maturin, which puts it in the wheel. In outDir(target)/wheel/.
+ * The Windows wheel (win_amd64) links its module against python3.dll, whose
+ * import library pyo3 makes (its `generate-import-lib`, python/Cargo.toml).
  */
 export function buildWheel(target, venvBin) {
   const env = buildEnv(target, venvBin);
@@ -183,26 +185,34 @@ export function buildWheel(target, venvBin) {
     ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", buildTriple(target), "--", "-C", "strip=symbols"],
     env,
   );
-  place(join(targetDir(target), target.triple, "release", "koma-sim"), join(root, "python", "koma_sdk", "bin", "koma-sim"), 0o755);
+  // One koma-sim in the package's bin/: this target's (`include` in python/pyproject.toml takes either name).
+  const bin = join(root, "python", "koma_sdk", "bin");
+  for (const name of ["koma-sim", "koma-sim.exe"]) rmSync(join(bin, name), { force: true });
+  place(join(targetDir(target), cargoTriple(target), "release", simName(target)), join(bin, simName(target)), 0o755);
   const dir = join(outDir(target), "wheel");
   rmSync(dir, { recursive: true, force: true });
   // maturin has zig link a manylinux wheel against the tag's glibc.
   const compatibility = target.glibc ? `manylinux_${target.glibc.replace(".", "_")}` : "musllinux_1_2";
-  sh(
-    join(venvBin, "maturin"),
-    [
-      "build",
-      "--release",
-      "--locked",
-      "--target",
-      target.triple,
-      "--out",
-      dir,
-      ...(target.macos ? [] : ["--compatibility", compatibility]),
-      ...(target.zig ? ["--zig"] : []),
-    ],
-    { cwd: join(root, "python"), env },
-  );
+  try {
+    sh(
+      join(venvBin, "maturin"),
+      [
+        "build",
+        "--release",
+        "--locked",
+        "--target",
+        cargoTriple(target),
+        "--out",
+        dir,
+        ...(target.macos || target.windows ? [] : ["--compatibility", compatibility]),
+        ...(target.zig ? ["--zig"] : []),
+      ],
+      { cwd: join(root, "python"), env },
+    );
+  } finally {
+    // A checkout's own builds (dev.py) put koma-sim there; a koma-sim.exe left behind would go into their wheels.
+    if (target.windows) rmSync(join(bin, simName(target)), { force: true });
+  }
   const wheels = readdirSync(dir).filter((f) => f.endsWith(".whl"));
   if (wheels.length !== 1) throw new Error(`${dir}: ${wheels.length} wheels, expected 1`);
   return join(dir, wheels[0]);
