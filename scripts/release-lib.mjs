@@ -100,6 +100,13 @@ export function hostPlatform() {
 }
 
 export const binaryName = () => rootManifest().napi.binaryName;
+
+/**
+ * The npm targets with no wheel of koma_sdk: Windows on arm64 (its module
+ * would link against python3.dll through an import library that pyo3 does
+ * not make for that target here, and nothing here could run it).
+ */
+export const NO_WHEEL = new Set(["aarch64-pc-windows-msvc"]);
 const simFile = (platform) => (platform === "win32" ? "koma-sim.exe" : "koma-sim");
 
 const npmEnv = () => {
