@@ -114,8 +114,21 @@ const npmEnv = () => {
   for (const k of Object.keys(env)) if (/^npm_(lifecycle|package)_/.test(k)) delete env[k];
   return env;
 };
+/**
+ * How npm is started: `npm` itself; on Windows, where it is a batch file
+ * (npm.cmd) that Node runs only through a shell, its script with this Node:
+ * the one `npm run` named (npm_execpath), else the one an installed Node
+ * carries beside itself.
+ */
+export function npmCommand(args) {
+  if (process.platform !== "win32") return ["npm", args];
+  const cli = process.env.npm_execpath?.endsWith(".js")
+    ? process.env.npm_execpath
+    : join(dirname(process.execPath), "node_modules", "npm", "bin", "npm-cli.js");
+  return [process.execPath, [cli, ...args]];
+}
 export const npm = (args, cwd, env = npmEnv()) =>
-  execFileSync("npm", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync(...npmCommand(args), { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 // ---------------------------------------------------------------- layout
 
@@ -710,7 +723,7 @@ export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
 // npm in a child process without blocking this one (the registry answers from it).
 function npmAsync(args, cwd, env) {
   return new Promise((resolve, reject) => {
-    execFile("npm", args, { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+    execFile(...npmCommand(args), { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
       err ? reject(new Error(`npm ${args.join(" ")} failed: ${stderr}${stdout}`)) : resolve(stdout),
     );
   });
