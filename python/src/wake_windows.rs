@@ -7,7 +7,9 @@
 //! A proactor ties the socket to its I/O completion port for good, so each
 //! loop that watches the wake gets a pair of its own ([`Fds::watched`]); the
 //! pair before it is closed once its loop has stopped watching it
-//! ([`Fds::retire`]), never while a loop may still wait on it.
+//! ([`Fds::retire`]), never while a loop may still wait on it, so a client
+//! used by one loop after another holds one pair (two while a loop in
+//! another thread lets go of it).
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -51,9 +53,18 @@ impl Fds {
         self.pair.read.as_raw_socket()
     }
 
-    /// Close the retired pair that `watched` names (its loop let it go).
+    /// Close the pair that `watched` names: its loop let it go. A retired
+    /// pair goes; the current one, let go before another loop asked (its
+    /// loop ended first, as between two `asyncio.run`), is replaced by a
+    /// fresh pair now, which the next loop takes.
     pub fn retire(&mut self, watched: RawSocket) {
-        self.retired.retain(|p| p.read.as_raw_socket() != watched);
+        if self.pair.read.as_raw_socket() != watched {
+            self.retired.retain(|p| p.read.as_raw_socket() != watched);
+        } else if let Ok(fresh) = Pair::open() {
+            self.pair = fresh;
+            self.pair.signal();
+            self.handed_out = false;
+        }
     }
 
     pub fn signal(&self) {
