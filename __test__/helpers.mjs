@@ -11,7 +11,18 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** The package, as `require("@koma/sdk")` gives it. */
 export const sdk = require(join(root, "index.js"));
 export const { Client } = sdk;
-export const SIM = join(root, "bin", "koma-sim");
+export const SIM = join(root, "bin", process.platform === "win32" ? "koma-sim.exe" : "koma-sim");
+const { peerCommand } = require("./peers/command.cjs");
+/** The executable of the JavaScript peer `name` of __test__/peers/ (on Windows, an npm shim of it). */
+export const peer = (name) => peerCommand(join(root, "__test__", "peers", name));
+
+/**
+ * Set on Windows for a test of a mechanism Windows does not have (POSIX
+ * signals, process groups, Linux's /proc): the test is skipped there, with
+ * this reason. What it checks of the child, the Windows-only tests check on
+ * Windows (__test__/windows/).
+ */
+export const notOnWindows = (why) => (process.platform === "win32" ? why : false);
 
 /**
  * The addon built with the `testing` feature (`node scripts/build.mjs

@@ -2,16 +2,15 @@
 // too, with KOMA_SDK_NO_EXTERNAL_STRINGS=1 (the copying path that Node
 // versions without external strings take). Run alone, it prints "ok".
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { Client, root } from "./helpers.mjs";
+import { Client, peer } from "./helpers.mjs";
 import { CASES } from "./peers/long-strings-cases.mjs";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc");
 
-export const PEER = join(root, "__test__", "peers", "long-strings.mjs");
+export const PEER = peer("long-strings.mjs");
 
 /** Every case through a result, a result per case, and events: equal to JSON.parse of the same text. */
 export async function checkLongStrings() {
@@ -55,7 +54,7 @@ export async function checkLongStrings() {
   }
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split("/").pop())) {
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split(/[\\/]/).pop())) {
   const n = await checkLongStrings();
   console.log(`ok ${n}`);
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, normalize } from "node:path";
+import { join, posix, sep } from "node:path";
 import { root, SIM, tempHome } from "./helpers.mjs";
 
 const read = (file) => readFileSync(join(root, file), "utf8");
@@ -33,7 +33,8 @@ test("the README's first program runs as written and prints what the README show
   const app = mkdtempSync(join(tmpdir(), "koma-readme-"));
   t.after(() => rmSync(app, { recursive: true, force: true }));
   mkdirSync(join(app, "node_modules", "@koma"), { recursive: true });
-  symlinkSync(root, join(app, "node_modules", "@koma", "sdk"), "dir");
+  // A junction on Windows (a directory link that needs no privilege); the type is ignored elsewhere.
+  symlinkSync(root, join(app, "node_modules", "@koma", "sdk"), "junction");
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "first", private: true }));
   writeFileSync(join(app, "first.mjs"), program);
 
@@ -82,7 +83,7 @@ test("the README and docs/ link only to files the package carries, and every anc
       assert.doesNotMatch(target, /^[a-z]+:/i, `${where}: no URL`);
       assert.notEqual(target, "#", `${where}: a link to nowhere`);
       const [path, anchor] = target.split("#");
-      const resolved = path ? normalize(join(dirname(file), path)) : file;
+      const resolved = path ? posix.normalize(posix.join(posix.dirname(file), path)) : file;
       assert.ok(!resolved.startsWith(".."), `${where}: outside the package`);
       if (REPOSITORY_ONLY.has(resolved)) continue;
       assert.ok(manifest.files.includes(resolved), `${where}: ${resolved} is not in the package`);
@@ -158,7 +159,7 @@ test("docs/koma-sim.md describes every fault switch koma-sim --help lists", () =
 test("the examples import the package by name, so that each can be copied into a project", () => {
   const examples = manifest.files.filter((f) => f.startsWith("examples/"));
   const all = readdirSync(join(root, "examples"), { recursive: true })
-    .map((f) => `examples/${f}`)
+    .map((f) => `examples/${f.replaceAll(sep, "/")}`)
     .filter((f) => f.endsWith(".mjs"))
     .sort();
   // examples/fleet/ needs Redis, bullmq and ioredis: it stays in the repository (docs/scale.md says where).
@@ -175,7 +176,7 @@ test("the examples import the package by name, so that each can be copied into a
     const folder = folders.find((f) => file.startsWith(f));
     for (const [, spec] of text.matchAll(/(?:from|import\(|require\()\s*["'](\.{1,2}\/[^"']*)["']/g)) {
       assert.ok(folder, `${file}: a relative import (${spec})`);
-      const target = normalize(join(dirname(file), spec));
+      const target = posix.normalize(posix.join(posix.dirname(file), spec));
       assert.ok(target.startsWith(folder) && all.includes(target), `${file}: ${spec} is not a file of the example`);
     }
     if (folder !== "examples/fleet/") assert.match(text, /from "@koma\/sdk(\/testing)?"/, `${file} imports @koma/sdk`);

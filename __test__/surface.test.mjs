@@ -32,7 +32,7 @@ function copy(t) {
     ...GENERATED,
   ])
     cpSync(join(root, file), join(dir, file), { recursive: true });
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "junction"); // a junction on Windows: no privilege needed
   return dir;
 }
 

@@ -154,6 +154,9 @@ ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
 MACHO_CPUS = {"x86_64": 0x01000007, "arm64": 0x0100000C}
 
 
+PE_MACHINES = {"amd64": 0x8664, "arm64": 0xAA64}
+
+
 def binary_kind(data: bytes) -> str | None:
     """What binary a file is (ELF or Mach-O, with its machine), or None for text."""
     if data[:4] == b"\x7fELF":
@@ -162,6 +165,10 @@ def binary_kind(data: bytes) -> str | None:
         return f"mach-o:{int.from_bytes(data[4:8], 'little')}"
     if data[:4] == b"\xca\xfe\xba\xbe":
         return "mach-o:universal"
+    if data[:2] == b"MZ" and len(data) > 0x40:
+        at = int.from_bytes(data[0x3C:0x40], "little")  # e_lfanew: the PE header
+        if data[at : at + 4] == b"PE\0\0":
+            return f"pe:{int.from_bytes(data[at + 4 : at + 6], 'little')}"
     if b"\0" in data[:8192]:
         return "binary"
     return None
@@ -185,7 +192,9 @@ def elf_sections(data: bytes) -> list[str]:
 
 
 def wanted_kind(platform_tag: str) -> str:
-    """The binary_kind of a wheel's binaries, from its platform tag (manylinux_2_17_aarch64, macosx_11_0_arm64)."""
+    """The binary_kind of a wheel's binaries, from its platform tag (manylinux_2_17_aarch64, macosx_11_0_arm64, win_amd64)."""
+    if platform_tag.startswith("win_"):
+        return f"pe:{PE_MACHINES.get(platform_tag[4:])}"
     arch = re.sub(r"^.*?_(x86_64|aarch64|arm64)$", r"\1", platform_tag)
     if platform_tag.startswith("macosx_"):
         return f"mach-o:{MACHO_CPUS.get(arch)}"
@@ -304,7 +313,11 @@ def check_contents(wheel: Path, glibc_floor: tuple[int, int] | None = None) -> N
     floor its builds are linked against)."""
     step(f"wheel contents: {wheel.name}")
 
-    want = {"koma_sdk/_native.abi3.so", "koma_sdk/bin/koma-sim"}
+    with zipfile.ZipFile(wheel) as z:
+        windows = any(n.endswith(".dist-info/WHEEL") and "-win_" in z.read(n).decode() for n in z.namelist())
+    # The Windows wheel's module and koma-sim are PE files (release:dry --all reads their imports).
+    sim = "koma_sdk/bin/koma-sim.exe" if windows else "koma_sdk/bin/koma-sim"
+    want = {"koma_sdk/_native.pyd" if windows else "koma_sdk/_native.abi3.so", sim}
     required = {
         "koma_sdk/__init__.py",
         "koma_sdk/py.typed",
@@ -360,9 +373,9 @@ def check_contents(wheel: Path, glibc_floor: tuple[int, int] | None = None) -> N
         for name in sorted(names):
             if "/tests/" in name or name.startswith("tests/") or "__pycache__" in name:
                 problems.append(f"{name}: not part of the package")
-        info = z.getinfo("koma_sdk/bin/koma-sim")
-        if not (info.external_attr >> 16) & 0o111:
-            problems.append("koma_sdk/bin/koma-sim: not executable in the wheel")
+        info = z.getinfo(sim) if sim in names else None
+        if info is not None and not windows and not (info.external_attr >> 16) & 0o111:
+            problems.append(f"{sim}: not executable in the wheel")
         metadata = z.read(f"{info_dir}/METADATA").decode()
         entry_points = (
             z.read(f"{info_dir}/entry_points.txt").decode() if f"{info_dir}/entry_points.txt" in names else ""

@@ -76,8 +76,12 @@ const PLAN = {
   "x86_64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "aarch64-apple-darwin": { builds: "addon, koma-sim, wheel, test binaries", runs: "nothing (no emulator): Mach-O checks" },
   "x86_64-pc-windows-msvc": {
-    builds: "addon, testing addon, koma-sim.exe (as x86_64-pc-windows-gnu, mingw-w64); no wheel (the Python host's wake is Unix-only)",
-    runs: "under wine in Windows Node 22: the Node suite, examples/run.mjs, the Windows-only tests, the hard kill (scripts/platforms/wine.mjs)",
+    builds: "addon, testing addon, koma-sim.exe, win_amd64 wheel (as x86_64-pc-windows-gnu, mingw-w64)",
+    runs: "under wine in Windows Node 22: the Node suite, examples/run.mjs, the Windows-only tests, the hard kill; in Windows Node 20.10: a turn, the Windows-only tests, the hard kill; in Windows CPython 3.12: the Python suite on asyncio (scripts/platforms/wine.mjs)",
+  },
+  "aarch64-pc-windows-msvc": {
+    builds: "addon, koma-sim.exe (as aarch64-pc-windows-gnullvm, zig); no wheel",
+    runs: "nothing (wine runs x64 only): PE checks",
   },
 };
 
@@ -133,10 +137,10 @@ async function main() {
   if (flag("--check-targets")) return checkTargets();
   if (flag("--windows-smoke")) return windowsSmoke();
   const known = t.TARGETS.map((x) => x.triple);
-  // `windows` names the Windows target (its row runs under wine).
+  // `windows` names the Windows x64 target (its row runs under wine), `windows-arm64` the arm64 one.
   const only = value("--target")
     ?.split(",")
-    .map((x) => (x === "windows" ? "x86_64-pc-windows-msvc" : x));
+    .map((x) => ({ windows: "x86_64-pc-windows-msvc", "windows-arm64": "aarch64-pc-windows-msvc" })[x] ?? x);
   for (const x of only ?? []) if (!known.includes(x)) throw new Error(`unknown target ${x}; known: ${known.join(", ")}`);
   const selected = known.filter((x) => !only || only.includes(x));
   if (flag("--list")) {
@@ -162,6 +166,7 @@ async function main() {
     "aarch64-unknown-linux-musl",
     "x86_64-apple-darwin",
     "x86_64-pc-windows-msvc",
+    "aarch64-pc-windows-msvc",
     "aarch64-unknown-linux-gnu",
   ];
   const order = selected.sort((a, b) => first.indexOf(a) - first.indexOf(b));
@@ -176,9 +181,10 @@ async function main() {
         tools.apt(["qemu-user-static", "binfmt-support"]);
         tools.binfmt();
       }
-      if (target.windows) tools.apt(["wine64", "wine"]);
+      const underWine = target.windows && triple.startsWith("x86_64");
+      if (underWine) tools.apt(["wine64", "wine"]);
       const bin = t.buildNode(target, venvBin);
-      const wheel = target.windows ? null : t.buildWheel(target, venvBin);
+      const wheel = target.noWheel ? null : t.buildWheel(target, venvBin);
       console.log(`  built ${bin.addon}, ${bin.sim}${wheel ? `, ${wheel}` : ""}`);
       if (target.macos) {
         const tests = t.buildTests(target, venvBin);
@@ -196,9 +202,9 @@ async function main() {
         row.result = `node: ${node.result}; python: ${py.result}`;
         row.ok = node.ok && py.ok;
         row.failed = [...node.failed, ...py.failed];
-      } else if (target.windows) {
+      } else if (underWine) {
         const testing = t.buildTestingAddon(target, venvBin);
-        const r = await wine.windowsSuite({ ...bin, testing }, t.outDir(target));
+        const r = await wine.windowsSuite({ ...bin, testing }, t.outDir(target), wheel);
         Object.assign(row, { ran: r.ran, result: r.result, ok: r.ok, failed: r.failed });
       } else if (triple.endsWith("-musl")) {
         const r = await runs.muslTurn(target, bin);
@@ -208,6 +214,9 @@ async function main() {
         row.failed = r.failed;
       } else if (target.macos) {
         row.ran = "no emulator: the Mach-O files checked by release:dry --all";
+        row.result = "built";
+      } else if (target.windows) {
+        row.ran = "nothing here runs arm64 Windows code (wine runs x64 programs): the PE files checked by release:dry --all";
         row.result = "built";
       } else {
         row.ran = "(after release:dry --all)";
@@ -256,7 +265,7 @@ async function main() {
     show(rows.at(-1));
     if (ok) {
       mkdirSync(join(out, "wheels"), { recursive: true });
-      for (const x of built.filter((b) => !b.windows)) {
+      for (const x of built.filter((b) => !b.noWheel)) {
         const dir = join(t.outDir(x), "wheel");
         for (const f of readdirSync(dir)) copyFileSync(join(dir, f), join(out, "wheels", f));
       }

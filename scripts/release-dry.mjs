@@ -32,7 +32,8 @@
 //       checked (`python3 python/dev.py check-wheel --contents-only`: its
 //       binaries for its own platform, and its tag: `auditwheel show` on
 //       Linux, no newer than manylinux_2_28 for glibc (the floor), the
-//       minimum macOS of its Mach-O files on macOS)
+//       minimum macOS of its Mach-O files on macOS; on Windows its PE
+//       files' machine and imports: Windows' own DLLs and python3.dll)
 //   node scripts/release-dry.mjs --install DIR
 //       the install-and-turn step alone, with the main tarball and this
 //       machine's platform tarball found under DIR (the workflow runs it in an
@@ -175,8 +176,7 @@ async function allPlatforms() {
     }
     rmSync(stage, { recursive: true, force: true });
     for (const line of await lib.checkPicks(mainTgz, platformTgzs, targets)) say("ok", line);
-    // No wheel for Windows yet: the Python host's wake is Unix-only (docs/windows.md).
-    for (const t of targets.filter((x) => x.platform !== "win32")) {
+    for (const t of targets.filter((x) => !lib.NO_WHEEL.has(x.triple))) {
       const dir = join(from, t.triple, "wheel");
       const wheels = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".whl")) : [];
       if (wheels.length !== 1)
@@ -190,6 +190,8 @@ async function allPlatforms() {
         lib.GLIBC_FLOOR,
       ]);
       say("ok", `${wheels[0]}: contents and tag`);
+      // The Windows wheel's PE files: the module imports Windows' own DLLs and python3.dll (the stable ABI's) only.
+      if (t.platform === "win32") say("ok", `${wheels[0]}: ${lib.checkWheelPE(join(dir, wheels[0]), t)}`);
     }
     console.log(`release:dry --all: every check passed for ${targets.map((t) => t.abi).join(", ")}`);
   } finally {

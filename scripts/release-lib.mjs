@@ -100,6 +100,13 @@ export function hostPlatform() {
 }
 
 export const binaryName = () => rootManifest().napi.binaryName;
+
+/**
+ * The npm targets with no wheel of koma_sdk: Windows on arm64 (its module
+ * would link against python3.dll through an import library that pyo3 does
+ * not make for that target here, and nothing here could run it).
+ */
+export const NO_WHEEL = new Set(["aarch64-pc-windows-msvc"]);
 const simFile = (platform) => (platform === "win32" ? "koma-sim.exe" : "koma-sim");
 
 const npmEnv = () => {
@@ -107,8 +114,21 @@ const npmEnv = () => {
   for (const k of Object.keys(env)) if (/^npm_(lifecycle|package)_/.test(k)) delete env[k];
   return env;
 };
+/**
+ * How npm is started: `npm` itself; on Windows, where it is a batch file
+ * (npm.cmd) that Node runs only through a shell, its script with this Node:
+ * the one `npm run` named (npm_execpath), else the one an installed Node
+ * carries beside itself.
+ */
+export function npmCommand(args) {
+  if (process.platform !== "win32") return ["npm", args];
+  const cli = process.env.npm_execpath?.endsWith(".js")
+    ? process.env.npm_execpath
+    : join(dirname(process.execPath), "node_modules", "npm", "bin", "npm-cli.js");
+  return [process.execPath, [cli, ...args]];
+}
 export const npm = (args, cwd, env = npmEnv()) =>
-  execFileSync("npm", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync(...npmCommand(args), { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 // ---------------------------------------------------------------- layout
 
@@ -393,7 +413,40 @@ export function checkPE(data, target, kind, problems, also = []) {
   if (foreign.length) problems.push(`imports DLLs that are not Windows' own: ${foreign.join(", ")}`);
   if (kind === "shared" && !p.exports.includes("napi_register_module_v1"))
     problems.push("does not export napi_register_module_v1 (Node-API's entry point)");
+  if (kind === "python" && (!p.dll || !p.exports.includes("PyInit__native")))
+    problems.push("is not a DLL exporting PyInit__native (the module's entry point)");
   return { ...p, imports: [...new Set(p.imports.map((d) => d.toLowerCase()))] };
+}
+
+/**
+ * The Windows wheel's two PE files, read from the wheel: the module (a DLL
+ * exporting PyInit__native, importing Windows' own DLLs and python3.dll,
+ * the stable ABI's, only) and koma-sim.exe (a console program). Throws with
+ * every problem; a line saying what was checked.
+ */
+export function checkWheelPE(wheel, target) {
+  const read = (name) => {
+    const r = spawnSync(
+      "python3",
+      ["-c", "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))", wheel, name],
+      { maxBuffer: 256 << 20 },
+    );
+    if (r.status !== 0) throw new Error(`${basename(wheel)}: cannot read ${name}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const lines = [];
+  const problems = [];
+  for (const [name, kind, also] of [
+    ["koma_sdk/_native.pyd", "python", ["python3.dll"]],
+    ["koma_sdk/bin/koma-sim.exe", "executable", []],
+  ]) {
+    const mine = [];
+    const p = checkPE(read(name), target, kind, mine, also);
+    problems.push(...mine.map((m) => `${name}: ${m}`));
+    lines.push(`${name} (pe ${p.cpu}, imports ${p.imports.join(" ")})`);
+  }
+  if (problems.length) throw new Error(`${basename(wheel)}: ${problems.join("; ")}`);
+  return lines.join("; ");
 }
 
 // ---------------------------------------------------------------- checks
@@ -676,7 +729,7 @@ export async function checkPicks(mainTgz, platformTgzs, targets, keep = null) {
 // npm in a child process without blocking this one (the registry answers from it).
 function npmAsync(args, cwd, env) {
   return new Promise((resolve, reject) => {
-    execFile("npm", args, { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+    execFile(...npmCommand(args), { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
       err ? reject(new Error(`npm ${args.join(" ")} failed: ${stderr}${stdout}`)) : resolve(stdout),
     );
   });

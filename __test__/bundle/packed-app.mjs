@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { hostPlatform, layoutPlatform, pack, rustHost } from "../../scripts/release-lib.mjs";
+import { hostPlatform, layoutPlatform, npmCommand, pack, rustHost } from "../../scripts/release-lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, "..", "..");
@@ -16,7 +16,7 @@ export const SIM = join(root, "bin", "koma-sim");
 export const NODE_FILE = "koma-sdk.linux-x64-gnu.node";
 
 function npm(args, cwd) {
-  const r = spawnSync("npm", args, {
+  const r = spawnSync(...npmCommand(args), {
     cwd,
     encoding: "utf8",
     env: { ...process.env, npm_config_audit: "false", npm_config_fund: "false", npm_config_update_notifier: "false" },

@@ -2,10 +2,11 @@
 // bound; print the peak RSS growth of this process, in bytes, as JSON.
 const { join } = require("node:path");
 const { Client } = require("../../index.js");
+const { peerCommand } = require("./command.cjs");
 
 void (async () => {
   const base = process.resourceUsage().maxRSS * 1024;
-  const client = new Client({ executable: join(__dirname, "hostile.mjs") });
+  const client = new Client({ executable: peerCommand(join(__dirname, "hostile.mjs")) });
   await client.probe();
   const it = client.events();
   let error;

@@ -80,14 +80,59 @@ class Backend(Protocol):
         (from any thread; a finalizer calls it)."""
 
 
+class _SocketPump:
+    """Windows: the wake socket (python/src/wake_windows.rs) read with the
+    loop's own `sock_recv`, `callback` after each read. The proactor loop
+    (asyncio's default there) has no `add_reader`: it receives with an
+    overlapped read; the selector loop waits for readiness. The socket is
+    the client's: this wraps it, and lets go of it without closing it."""
+
+    __slots__ = ("_loop", "_fd", "_sock", "_task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, callback: Callable[[], None]) -> None:
+        import socket
+
+        self._loop = loop
+        self._fd = fd
+        self._sock = socket.socket(fileno=fd)
+        self._sock.setblocking(False)
+        sock = self._sock
+
+        async def pump() -> None:
+            while True:
+                try:
+                    data = await loop.sock_recv(sock, 256)
+                except OSError:  # the socket was closed: the watch is over
+                    return
+                if not data:
+                    return
+                callback()
+
+        self._task: asyncio.Task[None] = loop.create_task(pump())
+
+    def stop(self) -> None:
+        """On the loop's thread, or once the loop is closed."""
+        try:
+            self._task.cancel()
+            # The selector loop forgets the socket now (the cancelled read
+            # would only in its next turn), before the client closes it.
+            self._loop.remove_reader(self._fd)
+        except (NotImplementedError, RuntimeError):  # the proactor loop; a closed loop
+            pass
+        finally:
+            self._sock.detach()
+
+
 class _Asyncio:
-    __slots__ = ("key", "_loop", "_tasks")
+    __slots__ = ("key", "_loop", "_tasks", "_pumps")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.key: object = loop
         self._loop = loop
         # asyncio keeps only weak references to tasks.
         self._tasks: set[asyncio.Task[None]] = set()
+        # Windows: the wake sockets watched, by their number.
+        self._pumps: dict[int, _SocketPump] = {}
 
     def future(self) -> Future:
         return self._loop.create_future()
@@ -96,23 +141,36 @@ class _Asyncio:
         return _running_loop() is self._loop
 
     def watch(self, fd: int, callback: Callable[[], None]) -> None:
-        self._loop.add_reader(fd, callback)
+        if sys.platform == "win32":
+            self._pumps[fd] = _SocketPump(self._loop, fd, callback)
+        else:
+            self._loop.add_reader(fd, callback)
 
     def unwatch(self, fd: int, then: Callable[[], None]) -> None:
         loop = self._loop
 
         def remove() -> None:
             try:
-                loop.remove_reader(fd)
+                pump = self._pumps.pop(fd, None)
+                if pump is not None:
+                    pump.stop()
+                else:
+                    loop.remove_reader(fd)
             finally:
                 then()
 
         if loop.is_closed():
+            pump = self._pumps.pop(fd, None)
+            if pump is not None:
+                pump.stop()
             then()
         elif loop.is_running() and not self.is_current():
             try:
                 loop.call_soon_threadsafe(remove)
             except RuntimeError:  # closed meanwhile
+                pump = self._pumps.pop(fd, None)
+                if pump is not None:
+                    pump.stop()
                 then()
         else:
             remove()

@@ -91,7 +91,12 @@ class _Wake:
     def unwatch(self, release: bool) -> None:
         backend, fd = self.backend, self.fd
         self.backend = self.fd = None
-        then = self.native.release_wake if release else _nothing
+        then: Callable[[], None] = _nothing
+        if release:
+            then = self.native.release_wake
+        elif fd is not None:
+            # Another loop watches next: what only this one used can go (Windows' socket of this loop).
+            then = partial(self.native.retire_wake, fd)
         if backend is not None and fd is not None:
             backend.unwatch(fd, then)
         else:

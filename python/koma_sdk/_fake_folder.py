@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,20 @@ def _owner() -> str:
 
 
 def _running(pid: int) -> bool:
+    if sys.platform == "win32":
+        # os.kill cannot ask there (any signal it sends ends the process): the
+        # process's exit code is STILL_ACTIVE while it runs.
+        import ctypes
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: another user's
+        try:
+            code = ctypes.c_ulong()
+            return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259
+        finally:
+            kernel32.CloseHandle(handle)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -45,9 +60,7 @@ def _running(pid: int) -> bool:
 
 def _sweep() -> None:
     """Remove the folders of fakes whose owner has exited (of this pid
-    namespace; on POSIX, where a process can be asked whether it runs)."""
-    if os.name != "posix":
-        return
+    namespace on Linux)."""
     ns = _pid_namespace()
     tmp = tempfile.gettempdir()
     try:

@@ -5,6 +5,7 @@
 //! the wake descriptor (see `wake.rs`) turns readable.
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStringExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -29,7 +30,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use crate::convert::{error_object, error_of, internal, lift_entry, raise};
 use crate::counters::SharedView;
 use crate::updates::{ended, update_object, Delivery, TurnEnded};
-use crate::wake::{FdWaker, WakeFd};
+use crate::wake::{FdWaker, WakeFd, Watched};
 
 #[pyclass(frozen, module = "koma_sdk._native")]
 pub struct NativeClient {
@@ -50,6 +51,21 @@ fn guarded<T>(py: Python<'_>, what: &str, f: impl FnOnce() -> PyResult<T>) -> Py
         Ok(r) => r,
         Err(_) => Err(raise(py, &internal(what))),
     }
+}
+
+/// A path or an environment entry from Python (`os.fsencode`): the bytes
+/// themselves on Unix; on Windows, where `fsencode` gives UTF-8, its text.
+#[cfg(unix)]
+fn os_string(bytes: Vec<u8>) -> Result<OsString, KomaError> {
+    Ok(OsString::from_vec(bytes))
+}
+
+#[cfg(windows)]
+fn os_string(bytes: Vec<u8>) -> Result<OsString, KomaError> {
+    String::from_utf8(bytes).map(OsString::from).map_err(|e| {
+        let shown = String::from_utf8_lossy(e.as_bytes());
+        KomaError::new(ErrorCode::InvalidParams, format!("`{shown}` is not valid Unicode (a lone surrogate?)"))
+    })
 }
 
 fn duration(seconds: Option<f64>) -> Result<Option<Duration>, KomaError> {
@@ -82,13 +98,16 @@ impl NativeClient {
     ) -> PyResult<Self> {
         guarded(py, "making a client", || {
             let ProcessSettings { spawn, trace: env_trace } = process_settings().map_err(|e| raise(py, &e))?;
-            let mut env: Vec<(OsString, OsString)> =
-                env.into_iter().map(|(k, v)| (OsString::from_vec(k), OsString::from_vec(v))).collect();
-            env.sort();
+            let os = |b| os_string(b).map_err(|e| raise(py, &e));
+            let mut vars = Vec::with_capacity(env.len());
+            for (k, v) in env {
+                vars.push((os(k)?, os(v)?));
+            }
+            vars.sort();
             let launch = LaunchOptions {
-                executable: OsString::from_vec(executable),
-                cwd: cwd.map(|c| PathBuf::from(OsString::from_vec(c))),
-                env,
+                executable: os(executable)?,
+                cwd: cwd.map(|c| os(c).map(PathBuf::from)).transpose()?,
+                env: vars,
                 spawn,
             };
             launch.validate().map_err(|e| raise(py, &e))?;
@@ -412,9 +431,16 @@ impl NativeClient {
         })
     }
 
-    /// The descriptor the loop watches, while it is open.
-    fn wake_fd(&self) -> Option<i32> {
+    /// The descriptor the loop watches, while it is open (on Windows, a
+    /// socket of its own for each loop: see `wake_windows.rs`).
+    fn wake_fd(&self) -> Option<Watched> {
         self.wake.fileno()
+    }
+
+    /// A loop stopped watching `fd` for good (the client moved to another
+    /// loop): on Windows its socket is closed; on Unix nothing changes.
+    fn retire_wake(&self, fd: Watched) {
+        self.wake.retire(fd);
     }
 
     /// Close the wake descriptor (after close, or when collected; the loop

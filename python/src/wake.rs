@@ -1,13 +1,27 @@
 //! Waking the event loop without the GIL: the core's `Waker` (called from
 //! the I/O threads) writes to a descriptor that the loop watches (an eventfd
-//! on Linux, a pipe elsewhere). The loop thread then drains every completion
-//! and event of the wake in one native call.
+//! on Linux, a pipe on other Unixes, a socket on Windows: see
+//! `wake_windows.rs`). The loop thread then drains every completion and
+//! event of the wake in one native call.
 
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use koma_transport::Waker;
+
+#[cfg(windows)]
+#[path = "wake_windows.rs"]
+mod windows;
+#[cfg(windows)]
+use windows::Fds;
+
+/// What the loop watches: a descriptor (Unix) or a socket (Windows).
+#[cfg(unix)]
+pub type Watched = RawFd;
+#[cfg(windows)]
+pub type Watched = std::os::windows::io::RawSocket;
 
 /// The descriptors of one client's wake-up; `None` once released (after
 /// close), so that a late wake never writes to a number reused since.
@@ -16,6 +30,7 @@ pub struct WakeFd {
     fds: Mutex<Option<Fds>>,
 }
 
+#[cfg(unix)]
 struct Fds {
     /// What the loop watches.
     read: OwnedFd,
@@ -32,9 +47,18 @@ impl WakeFd {
         self.fds.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The descriptor to watch, while it is open.
-    pub fn fileno(&self) -> Option<RawFd> {
-        self.lock().as_ref().map(|f| f.read.as_raw_fd())
+    /// The descriptor to watch, while it is open (on Windows, a socket of
+    /// its own for each loop that watches it).
+    pub fn fileno(&self) -> Option<Watched> {
+        self.lock().as_mut().map(Fds::watched)
+    }
+
+    /// A loop stopped watching `watched` (it watches another now): what only
+    /// it used can go.
+    pub fn retire(&self, watched: Watched) {
+        if let Some(f) = self.lock().as_mut() {
+            f.retire(watched);
+        }
     }
 
     /// Make the descriptor readable.
@@ -58,6 +82,7 @@ impl WakeFd {
     }
 }
 
+#[cfg(unix)]
 impl Fds {
     #[cfg(target_os = "linux")]
     fn open() -> io::Result<Fds> {
@@ -70,7 +95,7 @@ impl Fds {
         Ok(Fds { read: unsafe { OwnedFd::from_raw_fd(fd) }, write: None })
     }
 
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(all(unix, not(target_os = "linux")))]
     fn open() -> io::Result<Fds> {
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: `fds` has room for the two descriptors pipe writes.
@@ -89,6 +114,13 @@ impl Fds {
         }
         Ok(Fds { read, write: Some(write) })
     }
+
+    /// The descriptor stays the same whichever loop watches it.
+    fn watched(&mut self) -> RawFd {
+        self.read.as_raw_fd()
+    }
+
+    fn retire(&mut self, _: RawFd) {}
 
     fn signal(&self) {
         let fd = self.write.as_ref().unwrap_or(&self.read).as_raw_fd();

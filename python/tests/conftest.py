@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from helpers import SIM, MakeClient, sim_env
+from helpers import LOOPS, SIM, MakeClient, sim_env
 from koma_sdk import Client
 
-# Every async test runs under asyncio and trio. A test or file that the
-# package supports under asyncio only overrides `anyio_backend`, saying why.
-BACKENDS = ["asyncio", "trio"]
+# Every async test runs under asyncio and trio (helpers.LOOPS). A test or
+# file that the package supports under asyncio only overrides
+# `anyio_backend`, saying why.
+BACKENDS = LOOPS
 
 
 @pytest.fixture(params=BACKENDS)

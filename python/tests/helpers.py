@@ -1,5 +1,7 @@
 """Shared helpers of the Python tests: every test drives a real child,
-koma-sim unless it says otherwise. Process and descriptor checks read /proc.
+koma-sim unless it says otherwise. Process and descriptor checks read /proc
+(on Windows, whether a process runs is asked of Windows; a test of what only
+/proc shows skips there: `UNIX_ONLY`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import anyio
+import pytest
 
 import koma_sdk
 import koma_sdk.sim
@@ -24,11 +27,64 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parent
 PEERS = TESTS / "peers"
 
+# The event loops every async test runs under. KOMA_SDK_TEST_LOOPS (a comma
+# list) keeps some of them: trio cannot start under wine (its Windows I/O
+# asks for SIO_BASE_HANDLE, which wine lacks), where the suite runs in
+# asyncio only (scripts/platforms/wine.mjs).
+LOOPS = [b for b in os.environ.get("KOMA_SDK_TEST_LOOPS", "asyncio,trio").split(",") if b]
+#: Only trio, where it runs.
+TRIO = [b for b in LOOPS if b == "trio"]
+
+# An npm shim of a script (cmd-shim's format, as `npm install -g` writes one), run by `python`.
+_SHIM = "\r\n".join(
+    [
+        "@ECHO off",
+        "GOTO start",
+        ":find_dp0",
+        "SET dp0=%~dp0",
+        "EXIT /b",
+        ":start",
+        "SETLOCAL",
+        "CALL :find_dp0",
+        "",
+        'IF EXIST "%dp0%\\python.exe" (',
+        '  SET "_prog=%dp0%\\python.exe"',
+        ") ELSE (",
+        '  SET "_prog=python"',
+        "  SET PATHEXT=%PATHEXT:;.JS;=;%",
+        ")",
+        "",
+        'endLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & "%_prog%"  "%dp0%\\{script}" %*',
+        "",
+    ]
+)
+
+
+def peer(name: str) -> str:
+    """The executable of the peer script `name` of peers/: the script itself
+    (its `#!` line) on Unix; on Windows, which runs no script as a program,
+    an npm shim of it beside it, which the client reads and runs with
+    `python` from PATH (docs/windows.md, "Batch files")."""
+    script = PEERS / name
+    if sys.platform != "win32":
+        return str(script)
+    shim = script.with_suffix(".cmd")
+    text = _SHIM.replace("{script}", name)
+    if not shim.exists() or shim.read_text() != text:
+        tmp = shim.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, newline="")
+        try:
+            os.replace(tmp, shim)
+        except OSError:
+            if not shim.exists():
+                raise
+    return str(shim)
+
 
 def _sim_path() -> str:
     """koma-sim: this checkout's build (it has the switches these tests use),
     else the one koma_sdk.sim finds (KOMA_SIM_PATH, or the package's own)."""
-    local = ROOT / "bin" / "koma-sim"
+    local = ROOT / "bin" / ("koma-sim.exe" if sys.platform == "win32" else "koma-sim")
     if local.exists():
         return str(local)
     return koma_sdk.sim.path()
@@ -136,8 +192,26 @@ def assert_catalog_event(item: Any) -> None:
 # ---------------------------------------------------------------- processes
 
 
+def _windows_running(pid: int) -> bool:
+    """Windows: whether `pid` runs (its exit code is STILL_ACTIVE). os.kill
+    cannot ask there: any signal it sends ends the process."""
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: someone else's, running
+    try:
+        code = ctypes.c_ulong()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
 def alive(pid: int) -> bool:
-    """Does `pid` exist (a zombie counts)?"""
+    """Does `pid` exist (a zombie counts; Windows has none: whether it runs)?"""
+    if sys.platform == "win32":
+        return _windows_running(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -145,6 +219,49 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def linux_proc(what: str) -> None:
+    """Skip the test where Linux's /proc is missing (it reads `what` there).
+    What such a test checks of the child, the Windows row checks on Windows
+    (scripts/platforms/wine.mjs) and the portable spawn path on Linux."""
+    if sys.platform != "linux":
+        pytest.skip(f"reads {what} in Linux's /proc")
+
+
+#: A test of koma-sim's `hold`, whose answers SIGUSR1 releases: koma-sim.exe refuses it.
+NEEDS_SIGUSR1 = pytest.mark.skipif(
+    sys.platform == "win32", reason="koma-sim's `hold` is released by SIGUSR1, and Windows has no signals"
+)
+
+
+def kill_hard(pid: int) -> None:
+    """Kill `pid` at once: SIGKILL; on Windows TerminateProcess with exit
+    code 1, as a kill from outside (Node's kill(), koma-sim's kill_mid_request)."""
+    if sys.platform != "win32":
+        import signal
+
+        os.kill(pid, signal.SIGKILL)
+        return
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    handle = kernel32.OpenProcess(0x0001, False, pid)  # PROCESS_TERMINATE (os.kill asks for every right)
+    if not handle:
+        raise ctypes.WinError(ctypes.get_last_error())  # type: ignore[attr-defined,unused-ignore]
+    try:
+        if not kernel32.TerminateProcess(handle, 1):
+            raise ctypes.WinError(ctypes.get_last_error())  # type: ignore[attr-defined,unused-ignore]
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+#: What a scenario's SIGKILL is on Windows, which has no signals: exit code 1 (docs/koma-sim.md, "On Windows").
+WINDOWS_KILL_EXIT = 1
+
+
+#: A test of fork(), which Windows does not have.
+NEEDS_FORK = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is Unix's: Windows has no fork")
 
 
 def _state(pid: int) -> str | None:
@@ -157,12 +274,15 @@ def _state(pid: int) -> str | None:
 
 def running(pid: int) -> bool:
     """Is `pid` running (a zombie, waiting for its reaper, counts as gone)?"""
+    if sys.platform == "win32":
+        return _windows_running(pid)
     state = _state(pid)
     return state is not None and state not in ("Z", "X")
 
 
 def child_pids() -> list[int]:
     """The processes this process started and has not reaped, from every thread."""
+    linux_proc("this process's children")
     pids: list[int] = []
     for tid in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
@@ -175,6 +295,7 @@ def child_pids() -> list[int]:
 
 def open_fds() -> list[str]:
     """This process's open descriptors, as "fd -> target" lines."""
+    linux_proc("this process's descriptors")
     out = []
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -185,11 +306,13 @@ def open_fds() -> list[str]:
 
 
 def thread_count() -> int:
+    linux_proc("this process's threads")
     return len(os.listdir("/proc/self/task"))
 
 
 def group_running(pgid: int) -> bool:
     """Whether a process of group `pgid` still runs (a zombie counts as gone)."""
+    linux_proc("the processes of a group")
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -381,6 +504,23 @@ def first_line(p: subprocess.Popen[str], seconds: float = 60) -> str:
     import selectors
 
     assert p.stdout is not None
+    if sys.platform == "win32":
+        # Windows selects sockets only: the pipe is read by a thread, with the same bound.
+        import threading
+
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(seconds)
+        if reader.is_alive():
+            p.kill()
+            p.wait()
+            raise AssertionError(f"the child printed nothing within {seconds} s")
+        line = got[0]
+        if not line:
+            p.wait()
+            raise AssertionError(f"the child ended ({p.returncode}) without printing")
+        return line
     with selectors.DefaultSelector() as sel:
         sel.register(p.stdout, selectors.EVENT_READ)
         if not sel.select(seconds):

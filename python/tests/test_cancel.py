@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers import MakeClient, code_of, raises, until
+from helpers import NEEDS_SIGUSR1, MakeClient, code_of, raises, until
 
 pytestmark = pytest.mark.anyio
 
@@ -68,6 +68,7 @@ async def test_a_cancelled_or_timed_out_call_frees_its_slot_at_once(sim_client: 
     assert (await raises(c.state(timeout=0.05))).code == "timeout", "every slot is free again"
 
 
+@NEEDS_SIGUSR1
 async def test_a_late_answer_to_a_cancelled_call_is_ignored(sim_client: MakeClient) -> None:
     c = sim_client(faults="hold")
 

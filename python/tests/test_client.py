@@ -18,6 +18,7 @@ import pytest
 import koma_sdk
 import koma_sdk.sim
 from helpers import (
+    LOOPS,
     RUN_MAIN,
     SIM,
     MakeClient,
@@ -40,7 +41,7 @@ async def test_probe_starts_the_child_and_returns_the_checked_hello(sim_client: 
     assert c.pid is None, "nothing starts before the first call"
     hello = await c.probe()
     assert hello.protocol == 1 and type(hello.protocol) is int
-    assert hello.binary.path.endswith("koma-sim")
+    assert hello.binary.path.endswith("koma-sim.exe" if sys.platform == "win32" else "koma-sim")
     assert isinstance(hello.binary.version, str)
     assert "interrupt_and_submit" in hello.capabilities
     assert isinstance(hello.diagnostics, list)
@@ -300,7 +301,7 @@ async def test_koma_sdk_sim_names_a_koma_sim_that_runs(home: Path, monkeypatch: 
         assert os.path.basename(hello.binary.path).startswith("koma-sim")
 
 
-@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+@pytest.mark.parametrize("loop", LOOPS)
 def test_a_script_that_closes_its_client_exits_by_itself(home: Path, loop: str) -> None:
     r = run_python(f"""
 async def main():

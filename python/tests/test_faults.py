@@ -18,6 +18,7 @@ import pytest
 
 from helpers import (
     MAX_FRAME,
+    NEEDS_SIGUSR1,
     NOT_WRITTEN,
     QUOTE_BYTES,
     SIM,
@@ -28,6 +29,7 @@ from helpers import (
     events_error,
     events_until,
     is_event,
+    kill_hard,
     raises,
     running,
     until,
@@ -58,7 +60,7 @@ def tool_pid(hello: Any) -> int:
 
 def kill_if_running(pid: int) -> None:
     if running(pid):
-        os.kill(pid, signal.SIGKILL)
+        kill_hard(pid)
 
 
 # ---------------------------------------------------------------- hello faults
@@ -350,6 +352,7 @@ def release(c: Client) -> None:
     os.kill(c.pid, signal.SIGUSR1)
 
 
+@NEEDS_SIGUSR1
 async def test_hold_64_pending_then_too_many_reversed_answers_matched_by_id(sim_client: MakeClient) -> None:
     c = sim_client(faults="hold")
     await c.probe()

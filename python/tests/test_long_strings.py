@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import PEERS, events_error, last_json, raises, run_python
+from helpers import PEERS, events_error, last_json, linux_proc, peer, raises, run_python
 
 sys.path.insert(0, str(PEERS))
 from long_strings_cases import CASES  # noqa: E402
@@ -22,7 +22,7 @@ from koma_sdk import Client, KomaError  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-PEER = str(PEERS / "long_strings.py")
+PEER = peer("long_strings.py")
 
 
 def same(got: Any, want: Any, where: str = "$") -> None:
@@ -105,6 +105,7 @@ async def test_a_control_character_inside_a_long_string_is_a_protocol_error() ->
 
 
 def test_a_short_long_string_does_not_keep_its_long_line_alive() -> None:
+    linux_proc("the resident memory (statm)")
     r = run_python(f"""
 import asyncio, gc
 def rss():

@@ -14,13 +14,13 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers import HANG, SIM, MakeClient, raises, running, sim_env
+from helpers import HANG, SIM, TRIO, MakeClient, raises, running, sim_env
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.parametrize("anyio_backend", TRIO)
 async def test_trio_cancel_scopes_around_clients_never_end_the_run(home: Path) -> None:
     # A cancel scope that fires anywhere around a client (during the spawn,
     # before hello, in create, in a turn, while it closes) and a client that
@@ -118,7 +118,7 @@ async def test_an_approval_handler_is_cancelled_once_its_approval_cannot_be_answ
         await cancelled.wait()
 
 
-@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.parametrize("anyio_backend", TRIO)
 async def test_leaving_async_with_through_a_cancel_scope_closes_koma_to_its_end(home: Path) -> None:
     import trio
 

@@ -21,6 +21,8 @@ import pytest
 import koma_sdk
 from helpers import (
     FOREVER,
+    LOOPS,
+    NEEDS_FORK,
     NOT_WRITTEN,
     PEERS,
     RUN_MAIN,
@@ -33,6 +35,8 @@ from helpers import (
     killed_with_sigkill,
     lacks_parent_death,
     last_json,
+    linux_proc,
+    peer,
     raises,
     run_python,
     script,
@@ -44,7 +48,6 @@ from helpers import (
 from koma_sdk import Client, KomaError
 
 pytestmark = pytest.mark.anyio
-LOOPS = ["asyncio", "trio"]
 
 
 def run_loop(loop: str, main: Any) -> Any:
@@ -345,6 +348,7 @@ def run_fork(loop: str, home: Path, parent_body: str) -> Any:
 
 # The core's I/O runtime is not made anew in a child of fork() yet
 # (runtime::generation() is still 0): a new client there never gets its hello.
+@NEEDS_FORK
 @pytest.mark.parametrize("loop", LOOPS)
 def test_after_fork_the_parents_client_fails_clearly_in_the_child_and_stays_untouched(home: Path, loop: str) -> None:
     child = run_fork(loop, home, os_fork(False))["child"]
@@ -353,6 +357,7 @@ def test_after_fork_the_parents_client_fails_clearly_in_the_child_and_stays_unto
     assert "fork" in message, f"the error says why: {message}"
 
 
+@NEEDS_FORK
 @pytest.mark.parametrize("loop", LOOPS)
 def test_after_fork_a_client_made_in_the_child_works(home: Path, loop: str) -> None:
     child = run_fork(loop, home, os_fork(True))["child"]
@@ -361,6 +366,7 @@ def test_after_fork_a_client_made_in_the_child_works(home: Path, loop: str) -> N
     assert child["inherited"][0] in NOT_WRITTEN, child
 
 
+@NEEDS_FORK
 @pytest.mark.parametrize("loop", LOOPS)
 def test_multiprocessing_with_fork_a_client_in_the_child_works(home: Path, loop: str) -> None:
     out = run_fork(loop, home, MP_FORK)
@@ -465,6 +471,7 @@ def check_threads(r: subprocess.CompletedProcess[str]) -> None:
 
 @pytest.mark.parametrize("loop", LOOPS)
 def test_no_thread_of_the_core_is_left_after_the_last_close_and_they_start_again(home: Path, loop: str) -> None:
+    linux_proc("this process's threads, by name")
     r = run_python(f"ENV = {sim_env(home)!r}\n" + THREADS + BOTH[loop] + "run_threads_main()\n")
     check_threads(r)
 
@@ -478,6 +485,7 @@ def python_312() -> str | None:
     return found[0] if found else None
 
 
+@NEEDS_FORK
 def test_fork_after_the_last_close_does_not_warn_on_python_312(home: Path, tmp_path: Path) -> None:
     py = python_312()
     if py is None:
@@ -504,6 +512,7 @@ def test_fork_after_the_last_close_does_not_warn_on_python_312(home: Path, tmp_p
 async def test_the_childs_environment_is_the_parents_plus_env_and_its_arguments_sdk_serve(
     sim_client: MakeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    linux_proc("the child's environment and arguments")
     monkeypatch.setenv("KOMA_SDK_TEST_PARENT_VAR", "from-parent")
     c = sim_client(env={"KOMA_SDK_TEST_ADDED": "added $(echo no-shell)"})
     await c.probe()
@@ -524,6 +533,7 @@ async def test_the_childs_environment_is_the_parents_plus_env_and_its_arguments_
 
 @pytest.mark.parametrize("events_mib", [63, 400])
 def test_a_hostile_child_cannot_make_the_client_use_more_than_the_bounds(events_mib: int) -> None:
+    linux_proc("the peak memory (VmHWM)")
     # 40 MiB frame + 64 MiB events + 64 KiB stderr; slack for the read
     # buffer, the allocator, the runtime and the interpreter's own objects.
     bounds = 40 * 2**20 + 64 * 2**20 + 64 * 1024
@@ -572,7 +582,7 @@ asyncio.run(main())
 
 
 async def test_messages_quoting_the_childs_bytes_escape_control_characters() -> None:
-    c = Client(str(PEERS / "escapes.py"))
+    c = Client(peer("escapes.py"))
     try:
         await c.probe()
         e = await raises(c.state())

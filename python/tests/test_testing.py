@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 import koma_sdk.sim
-from helpers import HANG, ROOT, SIM, alive, child_pids, raises
+from helpers import HANG, ROOT, SIM, alive, child_pids, linux_proc, raises
 from koma_sdk import Client, KomaError
 from koma_sdk._scenario import to_json as as_json
 from koma_sdk.pytest_plugin import FakeKomaFactory
@@ -474,7 +474,8 @@ async def test_a_hand_written_bad_file_is_refused_by_koma_sim_and_the_client_sho
         assert e.code == "transport_failure", e
         line = f'koma-sim: bad scenario {file}: turns[0] (contains "deploy"): steps[0].do: unknown step "explode"'
         assert "exited with code 64" in e.message
-        assert line in e.message, e.message
+        # The message quotes koma's stderr escaped: a backslash (a Windows path's) doubled.
+        assert line.replace("\\", "\\\\") in e.message, e.message
         assert client.stderr.startswith(line), client.stderr
 
 
@@ -688,7 +689,11 @@ async def test_crash_mid_turn_fails_the_run_and_keeps_the_tool_calls(fake_koma: 
     await koma.client.create()
     e = await raises(koma.client.run("go", on_approval="deny"))
     assert e.code == "transport_failure"
-    assert "killed by signal 11" in e.message
+    # Windows has no signals: koma-sim.exe's SIGSEGV crash is STATUS_ACCESS_VIOLATION (docs/koma-sim.md, "On Windows").
+    if sys.platform == "win32":
+        assert "exited with code 0xC0000005 (STATUS_ACCESS_VIOLATION)" in e.message, e.message
+    else:
+        assert "killed by signal 11" in e.message
     assert e.result is not None
     assert [c.tool for c in e.result.tool_calls] == ["read_file"]
     assert e.result.output == "Reading..."
@@ -1000,6 +1005,7 @@ def test_zz_every_koma_sim_was_stopped():
 
 
 def test_the_fixture_is_registered_and_works_under_pytest_asyncio_anyio_and_trio(tmp_path: Path) -> None:
+    linux_proc("the children of a pytest run")
     tests = """
 @pytest.mark.asyncio
 async def test_pytest_asyncio(reaped, fake_koma):

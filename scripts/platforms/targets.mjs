@@ -14,6 +14,10 @@
 //                               rust-web-src, linked by gcc-mingw-w64; the addon against an import
 //                               library of node.exe's Node-API (docs/windows.md says why the package
 //                               is named -msvc)
+//   aarch64-pc-windows-msvc     built as aarch64-pc-windows-gnullvm: Debian's Rust, std built from
+//                               rust-web-src, linked by zig (its arm64 MinGW runtime); the addon
+//                               against an arm64 import library of the same names (zig's dlltool),
+//                               its exports given by a .def file (zig applies no other)
 //
 // zig links through cargo-zigbuild. A glibc target is given to it with the
 // glibc it links against (`x86_64-unknown-linux-gnu.2.28`): the binaries then
@@ -45,6 +49,17 @@ export const TARGETS = [
     buildStd: true,
     linker: "x86_64-w64-mingw32-gcc",
     windows: true,
+  },
+  {
+    // No wheel: pyo3's import library of python3.dll is not made for this target here, and nothing runs it.
+    triple: "aarch64-pc-windows-msvc",
+    cargoTriple: "aarch64-pc-windows-gnullvm",
+    abi: "win32-arm64-msvc",
+    toolchain: "rustc-web",
+    buildStd: true,
+    zig: true,
+    windows: true,
+    noWheel: true,
   },
 ];
 
@@ -91,7 +106,7 @@ export function buildEnv(target, venvBin) {
   }
   if (target.linker) env[`CARGO_TARGET_${envKey(cargoTriple(target))}_LINKER`] = target.linker;
   // The addon links against node.exe's Node-API through an import library (see `libnode`).
-  if (target.windows) env.LIBNODE_PATH = libnode();
+  if (target.windows) env.LIBNODE_PATH = libnode(target, venvBin);
   if (target.triple.endsWith("-musl")) {
     // A musl cdylib needs the C library dynamically (the addon is loaded into a
     // musl Node); zig brings the C runtime's start files, not rustc.
@@ -104,14 +119,17 @@ export function buildEnv(target, venvBin) {
 
 /**
  * The import library napi-build links the Windows addon with: node.exe's
- * `napi_*` and `node_api_*` exports (gendef), as `libnode.dll.a` (dlltool),
- * beside an empty `libnode.dll` (napi-build only checks that it exists).
- * With napi's default dyn-symbols the addon imports nothing from it; it
- * only lets the link succeed. Kept in the cache; its folder.
+ * `napi_*` and `node_api_*` exports (gendef), as `libnode.dll.a` (mingw's
+ * dlltool; for arm64 `libnode.a`, zig's dlltool with `-m arm64`, the same
+ * names), beside an empty `libnode.dll` (napi-build only checks that it
+ * exists). With napi's default dyn-symbols the addon imports nothing from
+ * it; it only lets the link succeed. Kept in the cache; its folder.
  */
-export function libnode() {
-  const dir = join(cacheDir(), "libnode-win-x64");
-  if (existsSync(join(dir, "libnode.dll.a"))) return dir;
+export function libnode(target, venvBin) {
+  const arm64 = cargoTriple(target).startsWith("aarch64");
+  const dir = join(cacheDir(), arm64 ? "libnode-win-arm64" : "libnode-win-x64");
+  const lib = arm64 ? "libnode.a" : "libnode.dll.a";
+  if (existsSync(join(dir, lib))) return dir;
   const node = runtime("node-win");
   const tmp = `${dir}.partial-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
@@ -122,7 +140,9 @@ export function libnode() {
     .map((l) => l.trim());
   if (exports.length < 100) throw new Error(`gendef found ${exports.length} Node-API exports in ${node}`);
   writeFileSync(join(tmp, "node.def"), `LIBRARY node.exe\nEXPORTS\n${exports.join("\n")}\n`);
-  sh("x86_64-w64-mingw32-dlltool", ["-d", "node.def", "-l", "libnode.dll.a", "-D", "node.exe"], { cwd: tmp });
+  if (arm64)
+    sh(join(venvBin, "python"), ["-m", "ziglang", "dlltool", "-m", "arm64", "-d", "node.def", "-l", lib, "-D", "node.exe"], { cwd: tmp });
+  else sh("x86_64-w64-mingw32-dlltool", ["-d", "node.def", "-l", lib, "-D", "node.exe"], { cwd: tmp });
   writeFileSync(join(tmp, "libnode.dll"), "");
   renameSync(tmp, dir);
   return dir;
@@ -141,11 +161,35 @@ function place(from, to, mode) {
   renameSync(`${to}.tmp`, to);
 }
 
+/**
+ * The addon's exports as a .def file, for a Windows target linked by zig:
+ * rustc hands the linker the cdylib's export list as a .def of its own
+ * (`-Wl,…/list.def`), which zig does not apply, and lld then exports every
+ * symbol (MinGW's default); a .def given as a link input zig applies.
+ */
+function exportsDef(target) {
+  const file = join(targetDir(target), `${cargoTriple(target)}-koma_sdk_node.def`);
+  mkdirSync(targetDir(target), { recursive: true });
+  writeFileSync(file, "LIBRARY koma_sdk_node.dll\nEXPORTS\n    napi_register_module_v1\n");
+  return file;
+}
+
 /** The npm package's two binaries for `target` (release): the addon and koma-sim, copied into outDir(target). */
 export function buildNode(target, venvBin) {
   const env = buildEnv(target, venvBin);
   const rel = join(targetDir(target), cargoTriple(target), "release");
-  cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", buildTriple(target)], env);
+  if (target.windows && target.zig) {
+    cargo(target, venvBin, "build", ["--release", "--locked", "-p", "koma-sim", "--target", buildTriple(target)], env);
+    const args = ["--release", "--locked", "-p", "koma-sdk-node", "--lib", "--target", buildTriple(target)];
+    cargo(target, venvBin, "rustc", [...args, "--", "-C", `link-arg=${exportsDef(target)}`], env);
+  } else
+    cargo(
+      target,
+      venvBin,
+      "build",
+      ["--release", "--locked", "-p", "koma-sdk-node", "-p", "koma-sim", "--target", buildTriple(target)],
+      env,
+    );
   place(join(rel, libName(target)), join(outDir(target), addonName(target)));
   place(join(rel, simName(target)), join(outDir(target), simName(target)), 0o755);
   return { addon: join(outDir(target), addonName(target)), sim: join(outDir(target), simName(target)) };
@@ -173,6 +217,8 @@ export function buildTestingAddon(target, venvBin) {
  * The wheel for `target` (release, abi3): koma-sim built stripped and copied
  * into python/koma_sdk/bin/ (as the package's backend does for the machine's
  * own target), then maturin, which puts it in the wheel. In outDir(target)/wheel/.
+ * The Windows wheel (win_amd64) links its module against python3.dll, whose
+ * import library pyo3 makes (its `generate-import-lib`, python/Cargo.toml).
  */
 export function buildWheel(target, venvBin) {
   const env = buildEnv(target, venvBin);
@@ -183,26 +229,34 @@ export function buildWheel(target, venvBin) {
     ["--release", "--locked", "-p", "koma-sim", "--bin", "koma-sim", "--target", buildTriple(target), "--", "-C", "strip=symbols"],
     env,
   );
-  place(join(targetDir(target), target.triple, "release", "koma-sim"), join(root, "python", "koma_sdk", "bin", "koma-sim"), 0o755);
+  // One koma-sim in the package's bin/: this target's (`include` in python/pyproject.toml takes either name).
+  const bin = join(root, "python", "koma_sdk", "bin");
+  for (const name of ["koma-sim", "koma-sim.exe"]) rmSync(join(bin, name), { force: true });
+  place(join(targetDir(target), cargoTriple(target), "release", simName(target)), join(bin, simName(target)), 0o755);
   const dir = join(outDir(target), "wheel");
   rmSync(dir, { recursive: true, force: true });
   // maturin has zig link a manylinux wheel against the tag's glibc.
   const compatibility = target.glibc ? `manylinux_${target.glibc.replace(".", "_")}` : "musllinux_1_2";
-  sh(
-    join(venvBin, "maturin"),
-    [
-      "build",
-      "--release",
-      "--locked",
-      "--target",
-      target.triple,
-      "--out",
-      dir,
-      ...(target.macos ? [] : ["--compatibility", compatibility]),
-      ...(target.zig ? ["--zig"] : []),
-    ],
-    { cwd: join(root, "python"), env },
-  );
+  try {
+    sh(
+      join(venvBin, "maturin"),
+      [
+        "build",
+        "--release",
+        "--locked",
+        "--target",
+        cargoTriple(target),
+        "--out",
+        dir,
+        ...(target.macos || target.windows ? [] : ["--compatibility", compatibility]),
+        ...(target.zig ? ["--zig"] : []),
+      ],
+      { cwd: join(root, "python"), env },
+    );
+  } finally {
+    // A checkout's own builds (dev.py) put koma-sim there; a koma-sim.exe left behind would go into their wheels.
+    if (target.windows) rmSync(join(bin, simName(target)), { force: true });
+  }
   const wheels = readdirSync(dir).filter((f) => f.endsWith(".whl"));
   if (wheels.length !== 1) throw new Error(`${dir}: ${wheels.length} wheels, expected 1`);
   return join(dir, wheels[0]);

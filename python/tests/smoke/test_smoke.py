@@ -14,6 +14,12 @@ from koma_sdk.sim import path as sim_path
 
 pytestmark = pytest.mark.anyio
 
+# These ask whether a process runs with os.kill(pid, 0) and Linux's /proc: on
+# Windows os.kill ends the process instead (the full suite checks the same there).
+UNIX_ONLY = pytest.mark.skipif(
+    sys.platform == "win32", reason="os.kill(pid, 0) and /proc are Unix's (on Windows os.kill ends the process)"
+)
+
 
 def open_fds():
     out = []
@@ -152,6 +158,7 @@ async def test_overflow(make_client):
     await c.close()
 
 
+@UNIX_ONLY
 async def test_close_leaves_no_descriptor_and_no_child(make_client):
     before = open_fds()
     c = make_client()
@@ -163,6 +170,7 @@ async def test_close_leaves_no_descriptor_and_no_child(make_client):
         os.kill(pid, 0)
 
 
+@UNIX_ONLY
 async def test_collected_client_stops_its_child(make_client):
     c = Client(sim_path(), env={"KOMA_SIM_DELAY_MS": "0", "KOMA_SIM_HOME": "/tmp"})
     await c.probe()
@@ -185,6 +193,7 @@ async def test_collected_client_stops_its_child(make_client):
         raise AssertionError("the child still runs")
 
 
+@UNIX_ONLY
 def test_interpreter_exit_without_close(tmp_path):
     script = f"""
 import asyncio
@@ -207,6 +216,7 @@ asyncio.run(main())
             time.sleep(0.02)
 
 
+@UNIX_ONLY
 def test_fork_child_makes_its_own_client(tmp_path):
     env = {"KOMA_SIM_HOME": str(tmp_path), "KOMA_SIM_DELAY_MS": "0"}
     c = Client(sim_path(), env=env)

@@ -14,7 +14,7 @@ use crate::error::{ErrorCode, KomaError};
 use crate::frame::{LineSplitter, Violation};
 use crate::lifecycle::Lifecycle;
 use crate::limits::MAX_BUFFERED_EVENTS;
-use crate::quote::escape_text;
+use crate::quote::escape_path;
 
 /// How the reading of stdout ended.
 pub(super) enum ReadEnd {
@@ -160,7 +160,7 @@ pub(super) async fn read_stdout(link: Arc<Link>, mut stdout: crate::child::PipeR
 /// The child started and sent no hello within `limit`: the client fails (and
 /// the child is stopped, as after any failure).
 fn no_hello(link: &Link, limit: Duration) {
-    let exe = escape_text(&link.options.launch.executable.to_string_lossy(), false);
+    let exe = escape_path(&link.options.launch.executable.to_string_lossy());
     let within = link.options.wording.duration(limit);
     link.fail_with_stderr(KomaError::new(
         ErrorCode::TransportFailure,
