@@ -6,7 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import diagnostics_channel from "node:diagnostics_channel";
 import { inspect } from "node:util";
+import { createRequire } from "node:module";
 import { Client, SIM, root, runScript, simClient, tempHome } from "./helpers.mjs";
+
+const { fakeKoma } = createRequire(import.meta.url)("../testing.js");
 
 const CHANNEL = "koma-sdk:trace";
 const INDEX = JSON.stringify(`${root}/index.js`);
@@ -116,19 +119,36 @@ test("a subscriber that comes after a client was made gets its trace from the cl
 });
 
 test("a subscriber that comes in the middle of a turn gets the client's trace from its next wake on", { timeout: 30000 }, async (t) => {
-  const client = simClient(t, { delayMs: 20 });
+  // Two approvals: the subscriber comes while the first is asked; the second
+  // is asked in a later wake, and the turn ends only once it is answered. So
+  // turn_finished is read after a wake that came after the subscriber, with
+  // no call of the client's since.
+  const ask = (tool) => ({ do: "approval", tool, allow: { output: "ok" } });
+  const koma = fakeKoma(
+    t,
+    { turns: [{ match: { contains: "twice" }, steps: [ask("a"), ask("b"), { do: "output", text: "done" }] }] },
+    { executable: SIM },
+  );
+  const client = koma.newClient();
+  t.after(() => client.close());
   await client.create({});
   let seen;
-  for await (const item of client.turn({ text: "hello there" }, { onApproval: "deny" })) {
-    seen ??= listen(t, () => client); // after the first event, with no call since
-    assert.ok(item);
-  }
+  const result = await client.run(
+    { text: "twice" },
+    {
+      onApproval: () => {
+        seen ??= listen(t, () => client);
+        return "allow";
+      },
+    },
+  );
+  assert.equal(result.status, "completed");
   const read = seen.filter((m) => m.kind === "frame" && m.direction === "read").map((m) => m.text);
   assert.ok(
     read.some((text) => /"name":"turn_finished"/.test(text)),
     JSON.stringify(read),
   );
-  await client.close();
+  assert.ok(!read.some((text) => /"name":"turn_started"/.test(text)), "nothing read before the subscriber came");
 });
 
 test("nothing of the trace reaches process.stderr; trace: true writes to fd 2 from native code", { timeout: 60000 }, () => {
