@@ -249,8 +249,14 @@ export async function windowsOnly(node, dir, env, outDir, pattern = null) {
   return t;
 }
 
-/** A Windows Node, SIGKILLed, with a client of koma-sim whose tool runs: afterwards no koma-sim and no tool is left. */
-export async function hardKill(node, dir, env, outDir) {
+/**
+ * A Windows Node, SIGKILLed, with a client of koma-sim whose tool runs:
+ * afterwards no koma-sim and no tool is left. Wine's CreateProcessW fails
+ * now and then (ERROR_INTERNAL_ERROR, 1359) when a freshly written .exe is
+ * started: when koma-sim says it could not start its tool, the step is run
+ * once more, and says so.
+ */
+export async function hardKill(node, dir, env, outDir, attempt = 1) {
   const work = mkdtempSync(join(outDir, "hard-kill-"));
   // A copy of koma-sim.exe of its own: every process of this run has this folder in its command line.
   const marker = basename(work);
@@ -263,8 +269,14 @@ import { createRequire } from "node:module";
 const { Client } = createRequire(${JSON.stringify(winPath(join(dir, "index.js")))})(${JSON.stringify(winPath(join(dir, "index.js")))});
 const client = new Client({ executable: ${JSON.stringify(winPath(join(work, "koma-sim.exe")))}, env: { KOMA_SIM_FAULT: "spawn_tool", KOMA_SIM_SAVE: "0" } });
 const hello = await client.probe();
-writeFileSync(${JSON.stringify(winPath(ready))}, JSON.stringify({ node: process.pid, koma: client.pid, tool: hello.diagnostics.find((d) => d.tool_pid).tool_pid }));
-setInterval(() => {}, 1000);
+const tool = hello.diagnostics.find((d) => d.tool_pid);
+if (!tool) {
+  writeFileSync(${JSON.stringify(winPath(ready))}, JSON.stringify({ noTool: client.stderr }));
+  await client.close();
+} else {
+  writeFileSync(${JSON.stringify(winPath(ready))}, JSON.stringify({ node: process.pid, koma: client.pid, tool: tool.tool_pid }));
+  setInterval(() => {}, 1000);
+}
 `,
   );
   const fd = openSync(join(outDir, "hard-kill.log"), "w");
@@ -277,6 +289,14 @@ setInterval(() => {}, 1000);
     throw new Error(`hard kill: the Windows Node wrote nothing: ${readFileSync(join(outDir, "hard-kill.log"), "utf8").slice(-2000)}`);
   }
   const pids = JSON.parse(readFileSync(ready, "utf8"));
+  if (pids.noTool !== undefined) {
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.on("exit", r)));
+    if (attempt === 1 && /cannot spawn the tool/.test(pids.noTool)) {
+      say(`hard kill: wine did not start koma-sim's tool (${pids.noTool.trim().split("\n").at(-1)}); once more`);
+      return hardKill(node, dir, env, outDir, 2);
+    }
+    throw new Error(`hard kill: koma-sim started no tool; its stderr: ${pids.noTool}`);
+  }
   const before = processesWith(marker);
   const node22 = processesWith("hold.mjs").filter((p) => p.args.includes(marker));
   const sims = before.filter((p) => /koma-sim\.exe/i.test(p.args) && !p.args.includes("hold.mjs"));
