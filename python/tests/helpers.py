@@ -294,14 +294,19 @@ def child_pids() -> list[int]:
 
 
 def open_fds() -> list[str]:
-    """This process's open descriptors, as "fd -> target" lines."""
+    """This process's open descriptors, as "fd -> target" lines, but for the
+    one glibc opens for a moment on a thread that is ending (it reads
+    /proc/sys/vm/overcommit_memory as it gives back the thread's heap): not
+    a client's, and gone by itself."""
     linux_proc("this process's descriptors")
     out = []
     for fd in os.listdir("/proc/self/fd"):
         try:
-            out.append(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+            target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
-            pass  # the descriptor of the listing itself, closed meanwhile
+            continue  # the descriptor of the listing itself, closed meanwhile
+        if target != "/proc/sys/vm/overcommit_memory":
+            out.append(f"{fd} -> {target}")
     return sorted(out)
 
 
