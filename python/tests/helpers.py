@@ -318,17 +318,7 @@ def thread_count() -> int:
 def group_running(pgid: int) -> bool:
     """Whether a process of group `pgid` still runs (a zombie counts as gone)."""
     linux_proc("the processes of a group")
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split(" ")
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+    return bool(group_members([pgid])[pgid])
 
 
 def reaped(pid: int) -> bool:

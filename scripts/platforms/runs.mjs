@@ -8,10 +8,11 @@
 //                     musl's own loader
 //   windows           in scripts/platforms/wine.mjs
 // Each returns {ran, result} for the table, or throws.
-import { cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { capture, root } from "../lib/repo.mjs";
 import { tapCounts, testArgs, testFiles } from "../node-tests.mjs";
+import { stageRepo } from "./stage.mjs";
 import { outDir } from "./targets.mjs";
 import * as tools from "./tools.mjs";
 
@@ -66,28 +67,15 @@ async function qemuSpawnPath(target) {
 }
 
 /**
- * A copy of the repository's files (tracked, as they are in the work tree)
- * with the target's binaries where a checkout keeps its own: the addon and
- * the testing addon at the root, koma-sim in bin/. node_modules is this
- * checkout's, linked.
+ * The staged copy for this target (see stage.mjs): the addon and the
+ * testing addon at the root, koma-sim in bin/.
  */
 function stage(target, binaries) {
-  const dir = join(outDir(target), "repo");
-  rmSync(dir, { recursive: true, force: true });
-  const files = tools.out("git", ["ls-files", "-z"], { cwd: root }).split("\0").filter(Boolean);
-  for (const f of files) if (existsSync(join(root, f))) cpSync(join(root, f), join(dir, f));
-  // A repository of its own, listing the same files (the docs' tests ask git).
-  tools.out("git", ["init", "-q"], { cwd: dir });
-  tools.out("git", ["add", "--pathspec-from-file=-", "--pathspec-file-nul"], {
-    cwd: dir,
-    input: files.filter((f) => existsSync(join(dir, f))).join("\0"),
+  return stageRepo(join(outDir(target), "repo"), {
+    [basename(binaries.addon)]: binaries.addon,
+    "koma-sdk.testing.node": binaries.testing,
+    "bin/koma-sim": binaries.sim,
   });
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  mkdirSync(join(dir, "bin"), { recursive: true });
-  cpSync(binaries.addon, join(dir, basename(binaries.addon)));
-  cpSync(binaries.testing, join(dir, "koma-sdk.testing.node"));
-  cpSync(binaries.sim, join(dir, "bin", "koma-sim"));
-  return dir;
 }
 
 /**

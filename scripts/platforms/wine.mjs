@@ -25,13 +25,12 @@ import {
   readFileSync,
   renameSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { writeFakeKoma } from "../../__test__/windows/fake-koma.mjs";
-import { root } from "../lib/repo.mjs";
 import { tapCounts, testFiles } from "../node-tests.mjs";
+import { stageRepo } from "./stage.mjs";
 import * as tools from "./tools.mjs";
 
 const say = (text) => console.log(`  ${text}`);
@@ -135,20 +134,11 @@ async function gone(marker, limitMs) {
  * bin/koma-sim.exe); node_modules is this checkout's, linked.
  */
 export function stage(dir, binaries) {
-  rmSync(dir, { recursive: true, force: true });
-  const files = tools.out("git", ["ls-files", "-z"], { cwd: root }).split("\0").filter(Boolean);
-  for (const f of files) if (existsSync(join(root, f))) cpSync(join(root, f), join(dir, f));
-  tools.out("git", ["init", "-q"], { cwd: dir });
-  tools.out("git", ["add", "--pathspec-from-file=-", "--pathspec-file-nul"], {
-    cwd: dir,
-    input: files.filter((f) => existsSync(join(dir, f))).join("\0"),
+  return stageRepo(dir, {
+    "koma-sdk.win32-x64-msvc.node": binaries.addon,
+    "koma-sdk.testing.node": binaries.testing,
+    "bin/koma-sim.exe": binaries.sim,
   });
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  mkdirSync(join(dir, "bin"), { recursive: true });
-  cpSync(binaries.addon, join(dir, "koma-sdk.win32-x64-msvc.node"));
-  if (binaries.testing) cpSync(binaries.testing, join(dir, "koma-sdk.testing.node"));
-  cpSync(binaries.sim, join(dir, "bin", "koma-sim.exe"));
-  return dir;
 }
 
 /**
