@@ -277,16 +277,23 @@ export function childPids() {
   return pids.sort((a, b) => a - b);
 }
 
-/** This process's open descriptors, as "fd -> target" lines. */
+/**
+ * This process's open descriptors, as "fd -> target" lines, but for the one
+ * glibc opens for a moment on a thread that is ending (it reads
+ * /proc/sys/vm/overcommit_memory as it gives back the thread's heap): not a
+ * client's, and gone by itself.
+ */
 export function openFds() {
   const { readdirSync, readlinkSync } = require("node:fs");
   const out = [];
   for (const fd of readdirSync("/proc/self/fd")) {
+    let target;
     try {
-      out.push(`${fd} -> ${readlinkSync(`/proc/self/fd/${fd}`)}`);
+      target = readlinkSync(`/proc/self/fd/${fd}`);
     } catch {
-      // the descriptor of the readdir itself, closed meanwhile
+      continue; // the descriptor of the readdir itself, closed meanwhile
     }
+    if (target !== "/proc/sys/vm/overcommit_memory") out.push(`${fd} -> ${target}`);
   }
   return out.sort();
 }
