@@ -110,8 +110,10 @@ export async function killedWithSigkill(script, { spawn: path, check = () => {},
   let held;
   try {
     while (!out.includes("\n")) {
-      const r = await Promise.race([once(child.stdout, "data"), exited.then(() => "exited")]);
-      if (r === "exited" && !out.includes("\n")) throw new Error(`the script ended before its line: ${out}`);
+      const r = await Promise.race([once(child.stdout, "data"), exited.then(([code, signal]) => ({ code, signal }))]);
+      if ("code" in r && !out.includes("\n")) {
+        throw new Error(`the script ended (code ${r.code}, signal ${r.signal}) before its line: ${out}`);
+      }
     }
     info = JSON.parse(out.slice(0, out.indexOf("\n")));
     // For a blocking read (on libuv's thread pool), opened while the komas
@@ -165,6 +167,9 @@ export const stubbornHost =
     waiting.get(m.pid)?.(Number(t[1]));
   });
   const tool = (pid) => (tools.has(pid) ? Promise.resolve(tools.get(pid)) : new Promise((r) => waiting.set(pid, r)));
+  // Alive until killed: a trace subscriber does not hold Node's loop, and
+  // a tool's stderr line may come after its koma has answered create.
+  setInterval(() => {}, 1000);
   (async () => {
     const env = ${JSON.stringify({ ...extra, KOMA_SIM_FAULT: "ignore_eof,spawn_tool", KOMA_SIM_DELAY_MS: "0", KOMA_SIM_HOME: tempHome() })};
     const clients = Array.from({ length: ${clients} }, () => new Client({ executable: ${JSON.stringify(executable)}, env }));
@@ -174,7 +179,6 @@ export const stubbornHost =
     const toolPids = await Promise.all(komas.map(tool));
     for (const c of clients) c.state();
     console.log(JSON.stringify({ komas, tools: toolPids }));
-    setInterval(() => {}, 1000);
   })();
 `;
 
