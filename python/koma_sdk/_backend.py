@@ -151,29 +151,30 @@ class _Asyncio:
 
         def remove() -> None:
             try:
-                pump = self._pumps.pop(fd, None)
-                if pump is not None:
-                    pump.stop()
-                else:
+                if not self._stop_pump(fd):
                     loop.remove_reader(fd)
             finally:
                 then()
 
         if loop.is_closed():
-            pump = self._pumps.pop(fd, None)
-            if pump is not None:
-                pump.stop()
+            self._stop_pump(fd)
             then()
         elif loop.is_running() and not self.is_current():
             try:
                 loop.call_soon_threadsafe(remove)
             except RuntimeError:  # closed meanwhile
-                pump = self._pumps.pop(fd, None)
-                if pump is not None:
-                    pump.stop()
+                self._stop_pump(fd)
                 then()
         else:
             remove()
+
+    def _stop_pump(self, fd: int) -> bool:
+        """Windows: stop the pump of `fd`; whether there was one."""
+        pump = self._pumps.pop(fd, None)
+        if pump is None:
+            return False
+        pump.stop()
+        return True
 
     def call_soon(self, callback: Callable[[], None]) -> None:
         self._loop.call_soon(callback)

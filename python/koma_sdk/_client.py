@@ -229,8 +229,7 @@ class Client(Methods):
         refuses (`lifecycle`), since moving would stall the first loop; once
         that loop is idle or gone (another `asyncio.run`, a notebook cell),
         the client moves to the new one."""
-        if not self._frames and frames_now_wanted():
-            self._keep_frames()
+        self._keep_frames_if_wanted()
         wake = self._wake
         backend = wake.backend
         if backend is not None and backend.is_current():
@@ -244,11 +243,12 @@ class Client(Methods):
             )
         return wake.current()
 
-    def _keep_frames(self) -> None:
-        """`koma_sdk.trace` was enabled for DEBUG after this client was made:
-        it keeps its frames from now on."""
-        self._frames = True
-        self._native.keep_frames()
+    def _keep_frames_if_wanted(self) -> None:
+        """If `koma_sdk.trace` was enabled for DEBUG after this client was
+        made, it keeps its frames from now on (at each call and wake)."""
+        if not self._frames and frames_now_wanted():
+            self._frames = True
+            self._native.keep_frames()
 
     def _busy(self) -> bool:
         link = self._link
@@ -262,8 +262,7 @@ class Client(Methods):
         except KomaError as e:
             self._fail_all(e)
             return
-        if not self._frames and frames_now_wanted():
-            self._keep_frames()
+        self._keep_frames_if_wanted()
         trace, notes = d.trace, d.notes
         if trace:
             try:
